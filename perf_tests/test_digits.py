@@ -1,0 +1,31 @@
+"""The digits CNN ladder: each step keeps the previous ones and adds one optimization.
+
+Speedups are declared for CUDA only: the tiny CPU configuration proves the cases run and learn.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from trainperf import REFERENCE, Optimization
+from trainperf.fixture import TrainPerf
+
+from models.digits import Digits
+
+WORKERS = min(8, os.cpu_count() or 1)
+
+reference = Optimization(REFERENCE)
+dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 2.0})
+pinned_nonblocking = dataloader_workers.but(
+    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 2.0}
+)
+amp_bf16 = pinned_nonblocking.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 2.0})
+channels_last = amp_bf16.but("channels_last", channels_last=True, min_speedup={"cuda": 2.0})
+
+LADDER = [reference, dataloader_workers, pinned_nonblocking, amp_bf16, channels_last]
+
+
+@pytest.mark.parametrize("optimization", LADDER, ids=lambda o: o.name)
+def test_digits(trainperf: TrainPerf, optimization: Optimization) -> None:
+    trainperf.run(Digits(), optimization)

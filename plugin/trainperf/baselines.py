@@ -1,0 +1,140 @@
+"""Per-device baseline files: ``<dir>/<device-slug>.json``.
+
+Pure: no torch, no pytest. Reading validates the schema and names the file in every error; writing
+merges under a lock and replaces the file atomically, so a crash mid-write leaves the old file whole
+and two concurrent updates lose no entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be used; the message names the file and what to do."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One case's baseline before and after an update (None when absent)."""
+
+    case: str
+    old_median_ms: float | None
+    new_median_ms: float | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.old_median_ms is None or self.new_median_ms is None:
+            return None
+        return (self.new_median_ms - self.old_median_ms) / self.old_median_ms
+
+
+def baseline_path(directory: str | Path, device_slug: str) -> Path:
+    return Path(directory) / f"{device_slug}.json"
+
+
+def load(path: Path) -> dict[str, dict[str, Any]]:
+    """Cases stored in ``path`` (empty when the file does not exist)."""
+    if not path.exists():
+        return {}
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BaselineError(f"{path}: not a valid baseline file ({error}); restore it from git or delete it") from None
+    return _validated(path, document)
+
+
+def _validated(path: Path, document: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(document, dict):
+        raise BaselineError(f"{path}: expected a JSON object at the top level")
+    version = document.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise BaselineError(
+            f"{path}: unknown schema_version {version!r} (this trainperf reads {SCHEMA_VERSION}); "
+            "update trainperf or re-record with --update-baselines after moving the file away"
+        )
+    cases = document.get("cases")
+    if not isinstance(cases, dict):
+        raise BaselineError(f"{path}: 'cases' must be an object of case name -> entry")
+    for name, entry in cases.items():
+        _check_entry(path, name, entry)
+    return cases
+
+
+def _check_entry(path: Path, name: str, entry: Any) -> None:
+    if not isinstance(entry, dict):
+        raise BaselineError(f"{path}: case {name!r} must be an object")
+    missing = [key for key in REQUIRED_ENTRY_KEYS if key not in entry]
+    if missing:
+        raise BaselineError(f"{path}: case {name!r} lacks {', '.join(missing)}")
+    samples = entry["samples_ms"]
+    valid = isinstance(samples, list) and samples and all(_is_positive_number(x) for x in samples)
+    if not valid:
+        raise BaselineError(f"{path}: case {name!r} needs 'samples_ms' as a non-empty list of positive numbers")
+
+
+def _is_positive_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) -> list[Change]:
+    """Merge ``entries`` into the file under a lock and replace it atomically; return the changes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path):
+        old = load(path)
+        merged = {**old, **entries}
+        document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": dict(sorted(merged.items()))}
+        _atomic_write(path, json.dumps(document, indent=1) + "\n")
+    return [Change(name, _median(old.get(name)), _median(entry)) for name, entry in sorted(entries.items())]
+
+
+def _median(entry: dict[str, Any] | None) -> float | None:
+    return None if entry is None else float(entry["summary"]["median"])
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    lock_path = path.with_name(path.name + ".lock")
+    with open(lock_path, "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def format_changes(changes: list[Change]) -> list[str]:
+    """Lines 'case: old -> new (delta)' for the terminal."""
+    lines = []
+    for change in changes:
+        old = "new" if change.old_median_ms is None else f"{change.old_median_ms:.3f} ms"
+        new = f"{change.new_median_ms:.3f} ms"
+        delta = "" if change.delta is None else f" ({change.delta:+.1%})"
+        lines.append(f"{change.case}: {old} -> {new}{delta}")
+    return lines

@@ -1,0 +1,66 @@
+"""What one case trains: an optimization (knobs + declared targets) of a workload."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+REFERENCE = "reference"
+AMP_DTYPES = (None, "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Optimization:
+    """One optimization case: the knobs it turns and what it must prove.
+
+    Knobs the runner applies to every workload are fields; knobs only one workload understands go
+    in ``options``. Targets are keyed by device type ("cuda", "cpu"): a speedup declared for "cuda"
+    is not asked of the tiny CPU configuration.
+    """
+
+    name: str
+    # data path
+    num_workers: int = 0  # DataLoader worker processes
+    pin_memory: bool = False  # page-locked host batches (CUDA only)
+    non_blocking: bool = False  # asynchronous host-to-device copies
+    # compute
+    amp_dtype: str | None = None  # autocast dtype: None, "bfloat16" or "float16"
+    grad_scaler: bool = False  # torch.amp.GradScaler (for float16)
+    channels_last: bool = False  # NHWC model and 4-D inputs
+    compile: bool = False  # torch.compile the model
+    options: Mapping[str, Any] = field(default_factory=dict)  # workload-specific knobs
+    # what it must prove
+    min_speedup: Mapping[str, float] = field(default_factory=dict)  # over the reference, same run
+    max_memory_ratio: Mapping[str, float] = field(default_factory=dict)  # peak memory vs reference
+    accuracy_tolerance: float | None = None  # absolute; None: the workload's default
+    max_slowdown: float | None = None  # vs stored baseline; None: the gate's default
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(f"optimization name {self.name!r} must be letters, digits, '_' or '-'")
+        if self.amp_dtype not in AMP_DTYPES:
+            raise ValueError(f"{self.name}: amp_dtype must be one of {AMP_DTYPES}, got {self.amp_dtype!r}")
+        if self.num_workers < 0:
+            raise ValueError(f"{self.name}: num_workers must be >= 0")
+
+    def but(self, name: str, **changes: Any) -> Optimization:
+        """A copy under a new name with some knobs changed (targets are not inherited)."""
+        inherited: dict[str, Any] = {"min_speedup": {}, "max_memory_ratio": {}, "accuracy_tolerance": None, "max_slowdown": None}
+        return dataclasses.replace(self, name=name, **{**inherited, **changes})
+
+    def knobs(self) -> dict[str, Any]:
+        """The knobs that differ from the reference, for reports."""
+        base = Optimization(REFERENCE)
+        skip = {"name", "min_speedup", "max_memory_ratio", "accuracy_tolerance", "max_slowdown"}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in skip and getattr(self, f.name) != getattr(base, f.name)
+        }
+
+
+def case_key(workload: str, optimization: str) -> str:
+    """The name a case has in baselines and reports: ``workload/optimization``."""
+    return f"{workload}/{optimization}"

@@ -1,0 +1,130 @@
+"""Which device a case runs on, its fingerprint, its clocks and throttling (pynvml), its slug."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+THROTTLE_REASONS = {  # nvmlClocksEventReason* bits worth telling a user about
+    0x2: "applications clocks setting",
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+}
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a baseline was measured on."""
+
+    kind: str  # "cuda" or "cpu"
+    name: str
+    slug: str
+    torch: str
+    cuda: str | None = None
+    driver: str | None = None
+    sm_count: int | None = None
+    memory_bytes: int | None = None
+    cpu_count: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def choose_device(requested: str) -> torch.device:
+    """'auto' -> cuda when available else cpu; 'cuda' without a GPU raises a clear error."""
+    if requested == "cpu":
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    if requested == "cuda":
+        raise RuntimeError("--perf-device=cuda was asked for, but torch sees no CUDA device")
+    return torch.device("cpu")
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else platform.processor()."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def fingerprint(device: torch.device) -> Fingerprint:
+    if device.type != "cuda":
+        cores = os.cpu_count() or 1
+        name = cpu_model()
+        return Fingerprint("cpu", name, f"cpu-{slugify(name)}-{cores}c", torch.__version__, cpu_count=cores)
+    props = torch.cuda.get_device_properties(device)
+    return Fingerprint(
+        kind="cuda",
+        name=props.name,
+        slug=slugify(props.name),
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        driver=_nvml_driver(),
+        sm_count=props.multi_processor_count,
+        memory_bytes=props.total_memory,
+    )
+
+
+def _nvml() -> Any | None:
+    """The initialised pynvml module, or None when NVML cannot be used."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    return pynvml
+
+
+def _nvml_driver() -> str | None:
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    driver = nvml.nvmlSystemGetDriverVersion()
+    return driver.decode() if isinstance(driver, bytes) else str(driver)
+
+
+def _nvml_handle(nvml: Any, device: torch.device) -> Any:
+    props = torch.cuda.get_device_properties(device)
+    domain, bus, slot = (getattr(props, f"pci_{part}_id") for part in ("domain", "bus", "device"))
+    bus_id = f"{domain:08x}:{bus:02x}:{slot:02x}.0"
+    try:
+        return nvml.nvmlDeviceGetHandleByPciBusId(bus_id)
+    except Exception:
+        return nvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+
+
+def clock_state(device: torch.device) -> dict[str, Any] | None:
+    """SM clock (MHz), max SM clock, temperature, power and active throttle reasons; None off-GPU."""
+    if device.type != "cuda":
+        return None
+    nvml = _nvml()
+    if nvml is None:
+        return {"note": "pynvml unavailable: clocks not read"}
+    handle = _nvml_handle(nvml, device)
+    reasons = nvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
+    return {
+        "sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM),
+        "sm_clock_max_mhz": nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM),
+        "temperature_c": nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
+        "power_w": nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+        "throttle": [text for bit, text in THROTTLE_REASONS.items() if reasons & bit],
+    }

@@ -1,0 +1,148 @@
+"""The ``trainperf`` fixture's object: runs a case, checks it and records what it measured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from trainperf import gate, stats
+from trainperf.case import REFERENCE, Optimization, case_key
+from trainperf.runner import Measurement, run_case
+from trainperf.session import CaseResult, PerfSession
+from trainperf.workload import Workload
+
+
+@dataclass
+class TrainPerf:
+    """Handed to a test as ``trainperf``: ``trainperf.run(workload, optimization)``."""
+
+    session: PerfSession
+    nodeid: str
+    marker_iters: int | None
+    marker_warmup: int | None
+    record_property: Callable[[str, object], None]
+
+    def run(self, workload: Workload, optimization: Optimization) -> CaseResult:
+        """Train the case, gate it, record it; fails the test naming the case, figures and thresholds."""
+        warmup, iters = self._iterations(workload)
+        device = self.session.device
+        measurement = run_case(workload, optimization, device, self.session.size, warmup, iters)
+        reference = self._reference(workload, optimization, measurement, warmup, iters)
+        result = self._judge(workload, optimization, measurement, reference)
+        self.session.record(result)
+        self._attach(result)
+        failed = gate.failures(result.checks)
+        if failed:
+            pytest.fail("\n".join(check.message for check in failed), pytrace=False)
+        return result
+
+    def _iterations(self, workload: Workload) -> tuple[int, int]:
+        default_warmup, default_iters = workload.iterations(self.session.size)
+        settings = self.session.settings
+        warmup = _first_set(settings.warmup, self.marker_warmup, default_warmup)
+        iters = _first_set(settings.iters, self.marker_iters, default_iters)
+        return warmup, iters
+
+    def _reference(
+        self, workload: Workload, optimization: Optimization, measurement: Measurement, warmup: int, iters: int
+    ) -> Measurement:
+        """The workload's reference case of this run; measured now if no reference case ran yet."""
+        slot = (workload.name, warmup, iters)
+        if optimization.name == REFERENCE:
+            self.session.references[slot] = measurement
+        if slot not in self.session.references:
+            self.session.note(
+                f"{workload.name}: reference case measured on demand for the speedup of {optimization.name}"
+            )
+            self.session.references[slot] = run_case(
+                workload, Optimization(REFERENCE), self.session.device, self.session.size, warmup, iters
+            )
+        return self.session.references[slot]
+
+    def _judge(
+        self, workload: Workload, optimization: Optimization, measurement: Measurement, reference: Measurement
+    ) -> CaseResult:
+        key = case_key(workload.name, optimization.name)
+        settings = self.session.settings
+        kind = self.session.device.type
+        summary = stats.summarize(measurement.samples_ms)
+        metric = workload.metric
+        tolerance = optimization.accuracy_tolerance
+        stored = self.session.stored_samples(key)
+        is_reference = optimization.name == REFERENCE
+        speedup = stats.summarize(reference.samples_ms).median / summary.median
+        checks = [
+            gate.accuracy_check(
+                key,
+                measurement.metric,
+                reference=None if is_reference else reference.metric,
+                tolerance=metric.default_tolerance if tolerance is None else tolerance,
+                higher_is_better=metric.higher_is_better,
+                floor=metric.floor,
+                metric=metric.name,
+            ),
+            gate.baseline_check(
+                key,
+                measurement.samples_ms,
+                stored,
+                strict=settings.strict and not settings.update_baselines,
+                max_slowdown=optimization.max_slowdown or gate.DEFAULT_MAX_SLOWDOWN,
+            ),
+        ]
+        if not is_reference:
+            checks.append(gate.speedup_check(key, speedup, optimization.min_speedup.get(kind)))
+            checks.append(
+                gate.memory_check(
+                    key,
+                    measurement.peak_memory_bytes,
+                    reference.peak_memory_bytes,
+                    optimization.max_memory_ratio.get(kind),
+                )
+            )
+        if settings.update_baselines:
+            checks = [_as_note(c) if c.name == "baseline" else c for c in checks]
+        return CaseResult(
+            key=key,
+            nodeid=self.nodeid,
+            workload=workload.name,
+            optimization=optimization.name,
+            knobs=optimization.knobs(),
+            metric_name=metric.name,
+            measurement=measurement,
+            summary=summary,
+            speedup=speedup,
+            baseline_median_ms=None if stored is None else stats.summarize(stored).median,
+            checks=checks,
+        )
+
+    def _attach(self, result: CaseResult) -> None:
+        """JUnit properties of the case."""
+        properties = {
+            "trainperf_case": result.key,
+            "trainperf_median_ms": round(result.summary.median, 4),
+            "trainperf_iqr_ms": round(result.summary.iqr, 4),
+            "trainperf_speedup": None if result.speedup is None else round(result.speedup, 3),
+            "trainperf_baseline_ms": result.baseline_median_ms,
+            "trainperf_samples_per_s": round(result.samples_per_second, 1),
+            "trainperf_reader_share": round(result.reader_share, 4),
+            f"trainperf_{result.metric_name}": round(result.measurement.metric, 5),
+            "trainperf_peak_memory_bytes": result.measurement.peak_memory_bytes,
+            "trainperf_verdict": result.verdict,
+        }
+        for name, value in properties.items():
+            if value is not None:
+                self.record_property(name, value)
+
+
+def _first_set(*values: int | None) -> int:
+    for value in values:
+        if value is not None:
+            return value
+    raise ValueError("no value set")
+
+
+def _as_note(check: gate.Check) -> gate.Check:
+    """Under --update-baselines a slower time is reported, not failed."""
+    return gate.Check(check.name, None if check.passed is False else check.passed, check.message)

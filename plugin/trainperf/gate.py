@@ -1,0 +1,122 @@
+"""Verdicts of one case: accuracy, time against the stored baseline, speedup, memory.
+
+Pure functions from figures to ``Check`` results; no torch, no pytest. A failing check's message
+names the case, the figures and the threshold, so that it can be shown to the user as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from trainperf import stats
+
+# A slowdown fails only when it is both statistically clear and larger than this effect size.
+DEFAULT_MAX_SLOWDOWN = 0.05
+DEFAULT_ALPHA = 0.01
+
+
+@dataclass(frozen=True)
+class Check:
+    """Outcome of one gate: ``passed`` is None when the check could not be made (a note)."""
+
+    name: str
+    passed: bool | None
+    message: str
+
+
+def accuracy_check(
+    case: str,
+    value: float,
+    *,
+    reference: float | None,
+    tolerance: float,
+    higher_is_better: bool,
+    floor: float | None = None,
+    metric: str = "accuracy",
+) -> Check:
+    """The case's held-out metric must be finite, past the workload's floor, and within
+    ``tolerance`` (absolute) of the reference case of the same run."""
+    if not math.isfinite(value):
+        return Check("accuracy", False, f"{case}: {metric} is {value} (diverged)")
+    if floor is not None:
+        beyond = value >= floor if higher_is_better else value <= floor
+        if not beyond:
+            side = "at least" if higher_is_better else "at most"
+            return Check("accuracy", False, f"{case}: {metric} {value:.4f} must be {side} {floor:.4f}")
+    if reference is None:
+        return Check("accuracy", None, f"{case}: no reference {metric} to compare with")
+    loss = reference - value if higher_is_better else value - reference
+    if loss > tolerance:
+        return Check(
+            "accuracy",
+            False,
+            f"{case}: {metric} {value:.4f} vs reference {reference:.4f} "
+            f"({-loss:+.4f}) is beyond the tolerance of {tolerance:.4f}",
+        )
+    return Check(
+        "accuracy", True, f"{case}: {metric} {value:.4f} (reference {reference:.4f}, tolerance {tolerance:.4f})"
+    )
+
+
+def baseline_check(
+    case: str,
+    current: Sequence[float],
+    baseline: Sequence[float] | None,
+    *,
+    strict: bool,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    alpha: float = DEFAULT_ALPHA,
+) -> Check:
+    """Time per iteration must not be slower than the stored baseline beyond noise: it fails only
+    when Mann-Whitney U says 'slower' (p < alpha) and the median slowed by more than ``max_slowdown``."""
+    if not baseline:
+        message = f"{case}: no stored baseline for this device"
+        if strict:
+            return Check("baseline", False, message + " (--perf-strict); record one with --update-baselines")
+        return Check("baseline", None, message + "; record one with --update-baselines")
+    now = stats.summarize(current).median
+    before = stats.summarize(baseline).median
+    delta = stats.relative_change(now, before)
+    p_value = stats.slower_p_value(current, baseline)
+    figures = f"median {now:.3f} ms vs baseline {before:.3f} ms ({delta:+.1%}, p={p_value:.2g})"
+    if delta > max_slowdown and p_value < alpha:
+        return Check("baseline", False, f"{case}: slower than baseline: {figures}, allowed {max_slowdown:.0%}")
+    return Check("baseline", True, f"{case}: {figures}")
+
+
+def speedup_check(case: str, speedup: float | None, minimum: float | None) -> Check:
+    """Speedup over the workload's reference case of the same run must reach the declared minimum."""
+    if minimum is None:
+        shown = "n/a" if speedup is None else f"{speedup:.2f}x"
+        return Check("speedup", None, f"{case}: speedup {shown} (no minimum declared for this device)")
+    if speedup is None:
+        return Check("speedup", False, f"{case}: no reference time to compute the speedup (minimum {minimum:.2f}x)")
+    if speedup < minimum:
+        return Check(
+            "speedup", False, f"{case}: speedup {speedup:.2f}x over reference is below the minimum {minimum:.2f}x"
+        )
+    return Check("speedup", True, f"{case}: speedup {speedup:.2f}x (minimum {minimum:.2f}x)")
+
+
+def memory_check(case: str, peak_bytes: int | None, reference_bytes: int | None, max_ratio: float | None) -> Check:
+    """For memory optimizations: peak memory at most ``max_ratio`` of the reference case's."""
+    if max_ratio is None:
+        return Check("memory", None, f"{case}: no memory target declared")
+    if peak_bytes is None or reference_bytes is None:
+        return Check("memory", None, f"{case}: peak memory not measured on this device")
+    ratio = peak_bytes / reference_bytes
+    figures = f"peak {peak_bytes / 2**20:.1f} MiB = {ratio:.2f}x reference {reference_bytes / 2**20:.1f} MiB"
+    if ratio > max_ratio:
+        return Check("memory", False, f"{case}: {figures}, above the maximum {max_ratio:.2f}x")
+    return Check("memory", True, f"{case}: {figures} (maximum {max_ratio:.2f}x)")
+
+
+def failures(checks: Sequence[Check]) -> list[Check]:
+    return [check for check in checks if check.passed is False]
+
+
+def verdict(checks: Sequence[Check]) -> str:
+    """'fail' if any check failed, else 'pass'."""
+    return "fail" if failures(checks) else "pass"

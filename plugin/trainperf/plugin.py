@@ -1,0 +1,134 @@
+"""pytest wiring: options, ini keys, marker, the ``trainperf`` fixture and the session hooks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from trainperf.baselines import BaselineError
+from trainperf.settings import OPTIONS, Resolved, SettingError, build_settings, resolve
+
+SESSION_KEY = pytest.StashKey["Any"]()
+MARKER = "trainperf"
+_profile_flag = {"twin_only": False}  # set when another plugin already owns --profile
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trainperf", "training performance (trainperf)")
+    for spec in OPTIONS.values():
+        kwargs: dict[str, Any] = {"dest": f"trainperf_{spec.name}", "default": None, "help": spec.help}
+        if spec.is_flag:
+            kwargs["action"] = "store_true"
+        if spec.name == "profile":
+            _add_profile_option(group, kwargs)
+        else:
+            group.addoption(spec.flag, **kwargs)
+        parser.addini(spec.ini, spec.help + f" (env {spec.env})", default="")
+
+
+def _add_profile_option(group: Any, kwargs: dict[str, Any]) -> None:
+    """``--profile`` with a ``--perf-profile`` twin; the twin alone when another plugin owns ``--profile``."""
+    _profile_flag["twin_only"] = False
+    try:
+        group.addoption("--profile", "--perf-profile", **kwargs)
+    except ValueError:
+        group.addoption("--perf-profile", **kwargs)
+        _profile_flag["twin_only"] = True
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}(iters=None, warmup=None): per-test timed and warm-up iterations for trainperf cases"
+    )
+    try:
+        values = {
+            name: resolve(
+                spec, cli=config.getoption(f"trainperf_{name}"), environ=os.environ, ini=str(config.getini(spec.ini))
+            )
+            for name, spec in OPTIONS.items()
+        }
+    except SettingError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.stash[SESSION_KEY] = _LazySession(build_settings(values, config.rootpath))
+
+
+class _LazySession:
+    """Creates the PerfSession (which imports torch) only when a trainperf case is collected."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self.session: Any = None
+
+    def get(self) -> Any:
+        if self.session is None:
+            from trainperf import device as devices
+            from trainperf.session import PerfSession
+
+            try:
+                chosen = devices.choose_device(self.settings.device)
+            except RuntimeError as error:
+                raise pytest.UsageError(str(error)) from None
+            self.session = PerfSession(self.settings, chosen, devices.fingerprint(chosen))
+            if _profile_flag["twin_only"]:
+                self.session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
+            if self.settings.profile != "off":
+                from trainperf.profile import NOT_YET
+
+                self.session.note(NOT_YET.format(tool=self.settings.profile))
+        return self.session
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Load this device's baselines once, before any case runs: an unusable file stops the run here."""
+    if not any("trainperf" in getattr(item, "fixturenames", ()) for item in items):
+        return
+    perf = config.stash[SESSION_KEY].get()
+    try:
+        perf.load_baselines()
+    except BaselineError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+@pytest.fixture
+def trainperf(request: pytest.FixtureRequest, record_property: Callable[[str, object], None]) -> Any:
+    """Runs training cases: ``trainperf.run(workload, optimization)``."""
+    from trainperf.fixture import TrainPerf
+
+    marker = request.node.get_closest_marker(MARKER)
+    marked = dict(marker.kwargs) if marker else {}
+    try:
+        iters = _marker_value("iters", marked)
+        warmup = _marker_value("warmup", marked)
+    except SettingError as error:
+        raise pytest.UsageError(f"{request.node.nodeid}: {error}") from None
+    return TrainPerf(request.config.stash[SESSION_KEY].get(), request.node.nodeid, iters, warmup, record_property)
+
+
+def _marker_value(name: str, marked: dict[str, Any]) -> Any:
+    resolved: Resolved = resolve(OPTIONS[name], marker=marked.get(name))
+    return resolved.value
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    lazy = session.config.stash.get(SESSION_KEY, None)
+    if lazy is None or lazy.session is None:
+        return
+    perf = lazy.session
+    perf.write_baselines()
+    if perf.settings.report is not None and perf.results:
+        from trainperf.report.rundoc import write_run_document
+
+        path = write_run_document(perf, perf.settings.report)
+        perf.note(f"run document written to {path}")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    lazy = config.stash.get(SESSION_KEY, None)
+    if lazy is None or lazy.session is None:
+        return
+    from trainperf.report.terminal import write_summary
+
+    write_summary(lazy.session, terminalreporter)

@@ -1,0 +1,1 @@
+"""Reports of a run: terminal table, JSON run document."""

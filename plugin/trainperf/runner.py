@@ -1,0 +1,238 @@
+"""Train one case: build, apply the optimization, warm up, then time N iterations.
+
+On CUDA each iteration is timed with CUDA events recorded at its start (one synchronize at the end),
+so a GPU left idle while the host waits for data counts in the iteration's time; on the CPU the same
+marks are host clock readings. The host's wait for the next batch (reader_cost) is kept apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from trainperf import device as devices
+from trainperf.case import Optimization
+from trainperf.phases import PhaseMarker, phase_marker
+from trainperf.workload import Batch, Training, Workload
+
+SEED = 0
+
+
+@dataclass
+class Measurement:
+    """Everything one case's run measured."""
+
+    samples_ms: list[float]  # time per timed iteration
+    reader_ms: list[float]  # host wait for each timed iteration's batch
+    losses: list[float]  # training loss of every iteration, warm-up included
+    metric: float  # held-out metric after training
+    peak_memory_bytes: int | None
+    warmup_s: float  # warm-up wall time, compile and autotune included
+    samples_per_iteration: int
+    flops_per_iteration: float | None
+    iters: int
+    warmup: int
+    clocks: dict[str, Any] = field(default_factory=dict)
+
+
+def seed_everything(seed: int = SEED) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def run_case(
+    workload: Workload, optimization: Optimization, device: torch.device, size: str, warmup: int, iters: int
+) -> Measurement:
+    """Train ``warmup + iters`` iterations of ``optimization`` and measure the last ``iters``."""
+    seed_everything()
+    training = workload.build(device, size, optimization)
+    model = _prepare_model(training.model, device, optimization)
+    batches = iter(training.batches)
+    mark = phase_marker(device)
+    fetch = _fetcher(batches, device, optimization, mark)
+    flops = training.flops_per_iteration
+    if flops is None:
+        flops = count_flops(model, training.loss, fetch()[0])
+    compiled: torch.nn.Module = torch.compile(model) if optimization.compile else model  # type: ignore[assignment]
+    step = _stepper(training, compiled, device, optimization, mark)
+    losses: list[torch.Tensor] = []
+    try:
+        warmup_s = _warm_up(step, fetch, losses, warmup, device)
+        clocks_before = devices.clock_state(device)
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        samples_ms, reader_ms = _timed(step, fetch, losses, iters, device)
+        peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+        clocks_after = devices.clock_state(device)
+        metric = _evaluate(training, model, device, optimization)
+    finally:
+        del batches
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return Measurement(
+        samples_ms=samples_ms,
+        reader_ms=reader_ms,
+        losses=[float(x) for x in torch.stack(losses).float().cpu()] if losses else [],
+        metric=metric,
+        peak_memory_bytes=peak,
+        warmup_s=warmup_s,
+        samples_per_iteration=training.samples_per_iteration,
+        flops_per_iteration=flops,
+        iters=iters,
+        warmup=warmup,
+        clocks={"before": clocks_before, "after": clocks_after},
+    )
+
+
+def _prepare_model(model: torch.nn.Module, device: torch.device, optimization: Optimization) -> torch.nn.Module:
+    model = model.to(device)
+    if optimization.channels_last:
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    return model.train()
+
+
+def _autocast(device: torch.device, optimization: Optimization) -> contextlib.AbstractContextManager[Any]:
+    if optimization.amp_dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=getattr(torch, optimization.amp_dtype))
+
+
+def _fetcher(
+    batches: Iterator[Batch], device: torch.device, optimization: Optimization, mark: PhaseMarker
+) -> Callable[[], tuple[Batch, float]]:
+    """Returns fetch() -> (batch on the device, seconds the host waited for it)."""
+
+    def move(tensor: torch.Tensor) -> torch.Tensor:
+        tensor = tensor.to(device, non_blocking=optimization.non_blocking)
+        if optimization.channels_last and tensor.dim() == 4 and tensor.is_floating_point():
+            tensor = tensor.contiguous(memory_format=torch.channels_last)
+        return tensor
+
+    def fetch() -> tuple[Batch, float]:
+        with mark("data"):
+            start = time.perf_counter()
+            host_batch = next(batches)
+            waited = time.perf_counter() - start
+            return tuple(move(t) for t in host_batch), waited
+
+    return fetch
+
+
+def _stepper(
+    training: Training, model: torch.nn.Module, device: torch.device, optimization: Optimization, mark: PhaseMarker
+) -> Callable[[Batch], torch.Tensor]:
+    """Returns step(batch) -> detached loss: forward, backward and optimizer, each an NVTX phase."""
+    optimizer = training.optimizer
+    scaler = torch.amp.GradScaler(device.type) if optimization.grad_scaler else None
+
+    def step(batch: Batch) -> torch.Tensor:
+        with mark("forward"), _autocast(device, optimization):
+            loss = training.loss(model, batch)
+        with mark("backward"):
+            (scaler.scale(loss) if scaler else loss).backward()
+        with mark("optimizer"):
+            if scaler:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    return step
+
+
+def _warm_up(
+    step: Callable[[Batch], torch.Tensor],
+    fetch: Callable[[], tuple[Batch, float]],
+    losses: list[torch.Tensor],
+    warmup: int,
+    device: torch.device,
+) -> float:
+    start = time.perf_counter()
+    for _ in range(warmup):
+        losses.append(step(fetch()[0]))
+    _synchronize(device)
+    return time.perf_counter() - start
+
+
+def _timed(
+    step: Callable[[Batch], torch.Tensor],
+    fetch: Callable[[], tuple[Batch, float]],
+    losses: list[torch.Tensor],
+    iters: int,
+    device: torch.device,
+) -> tuple[list[float], list[float]]:
+    """Per-iteration milliseconds (start-to-start marks) and host data waits."""
+    marks = _marks(device, iters + 1)
+    reader_ms = []
+    for i in range(iters):
+        marks.record(i)
+        batch, waited = fetch()
+        reader_ms.append(waited * 1000.0)
+        losses.append(step(batch))
+    marks.record(iters)
+    _synchronize(device)
+    return marks.intervals_ms(), reader_ms
+
+
+class _HostMarks:
+    def __init__(self, count: int) -> None:
+        self.times = [0.0] * count
+
+    def record(self, i: int) -> None:
+        self.times[i] = time.perf_counter()
+
+    def intervals_ms(self) -> list[float]:
+        return [(b - a) * 1000.0 for a, b in zip(self.times, self.times[1:], strict=False)]
+
+
+class _CudaMarks:
+    def __init__(self, count: int) -> None:
+        self.events = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+
+    def record(self, i: int) -> None:
+        self.events[i].record()
+
+    def intervals_ms(self) -> list[float]:
+        return [a.elapsed_time(b) for a, b in zip(self.events, self.events[1:], strict=False)]
+
+
+def _marks(device: torch.device, count: int) -> _HostMarks | _CudaMarks:
+    return _CudaMarks(count) if device.type == "cuda" else _HostMarks(count)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _evaluate(training: Training, model: torch.nn.Module, device: torch.device, optimization: Optimization) -> float:
+    model.eval()
+    try:
+        with torch.no_grad(), _autocast(device, optimization):
+            return float(training.evaluate(model))
+    finally:
+        model.train()
+
+
+def count_flops(
+    model: torch.nn.Module, loss_fn: Callable[[torch.nn.Module, Batch], torch.Tensor], batch: Batch
+) -> float:
+    """FLOPs of one forward + backward on ``batch`` (matmul and convolution), counted by PyTorch."""
+    counter = FlopCounterMode(display=False)
+    with counter:
+        loss_fn(model, batch).backward()
+    model.zero_grad(set_to_none=True)
+    return float(counter.get_total_flops())

@@ -1,0 +1,125 @@
+"""The run's state: settings read once, the device, stored baselines, results and pending updates.
+
+Lives in ``config.stash``; the fixture gets callbacks from it, and the report reads its results.
+"""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainperf import baselines, gate, stats
+from trainperf import device as devices
+from trainperf.runner import Measurement
+from trainperf.settings import Settings
+
+
+@dataclass
+class CaseResult:
+    """One case's measurement, summary and verdicts, as reported."""
+
+    key: str  # workload/optimization
+    nodeid: str
+    workload: str
+    optimization: str
+    knobs: dict[str, Any]
+    metric_name: str
+    measurement: Measurement
+    summary: stats.Summary
+    speedup: float | None
+    baseline_median_ms: float | None
+    checks: list[gate.Check]
+
+    @property
+    def verdict(self) -> str:
+        return gate.verdict(self.checks)
+
+    @property
+    def reader_share(self) -> float:
+        """Host data wait over iteration time (reader_cost / batch_cost), medians of the timed iterations."""
+        return stats.summarize(self.measurement.reader_ms).median / self.summary.median
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.measurement.samples_per_iteration / (self.summary.median / 1000.0)
+
+    @property
+    def baseline_delta(self) -> float | None:
+        if self.baseline_median_ms is None:
+            return None
+        return stats.relative_change(self.summary.median, self.baseline_median_ms)
+
+
+@dataclass
+class PerfSession:
+    settings: Settings
+    device: torch.device
+    fingerprint: devices.Fingerprint
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: list[CaseResult] = field(default_factory=list)
+    references: dict[tuple[str, int, int], Measurement] = field(default_factory=dict)
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    changes: list[baselines.Change] = field(default_factory=list)
+
+    @property
+    def baseline_file(self) -> Path:
+        return baselines.baseline_path(self.settings.baseline_dir, self.fingerprint.slug)
+
+    @property
+    def size(self) -> str:
+        from trainperf.workload import FULL, TINY
+
+        return FULL if self.device.type == "cuda" else TINY
+
+    def load_baselines(self) -> None:
+        """Read this device's baseline file; raises BaselineError for an unusable file."""
+        self.stored = baselines.load(self.baseline_file)
+
+    def stored_samples(self, key: str) -> list[float] | None:
+        entry = self.stored.get(key)
+        return None if entry is None else [float(x) for x in entry["samples_ms"]]
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def record(self, result: CaseResult) -> None:
+        self.results.append(result)
+        if self.settings.update_baselines and not any(c.passed is False for c in result.checks if c.name == "accuracy"):
+            self.pending[result.key] = baseline_entry(result, self.fingerprint)
+
+    def write_baselines(self) -> None:
+        """Under --update-baselines: merge the run's entries into this device's file."""
+        if self.settings.update_baselines and self.pending:
+            self.changes = baselines.update(self.baseline_file, self.fingerprint.slug, self.pending)
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict[str, Any]:
+    m = result.measurement
+    return {
+        "samples_ms": m.samples_ms,
+        "summary": result.summary.as_dict(),
+        "accuracy": {"metric": result.metric_name, "value": m.metric},
+        "peak_memory_bytes": m.peak_memory_bytes,
+        "reader_ms_median": stats.summarize(m.reader_ms).median,
+        "iters": m.iters,
+        "warmup": m.warmup,
+        "fingerprint": fingerprint.as_dict(),
+        "versions": {"torch": torch.__version__, "cuda": torch.version.cuda},
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+    }

@@ -1,0 +1,209 @@
+"""Every trainperf option in one table, resolved in one place.
+
+Precedence: command line > environment > ini > marker > default. An invalid value's error names the
+source it came from (``--perf-iters``, ``TRAINPERF_ITERS``, ini ``trainperf_iters`` or the marker).
+Pure: the pytest wiring in ``plugin.py`` reads the raw values and hands them over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROFILERS = ("off", "torch", "nsys", "ncu")
+DEVICES = ("auto", "cuda", "cpu")
+
+
+class SettingError(ValueError):
+    """An option value that cannot be used; the message names where it came from."""
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a positive integer") from None
+    if value < 1:
+        raise ValueError("expected a positive integer")
+    return value
+
+
+def _non_negative_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected an integer >= 0") from None
+    if value < 0:
+        raise ValueError("expected an integer >= 0")
+    return value
+
+
+def _boolean(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("expected true or false (1/0, yes/no, on/off)")
+
+
+def _text(raw: str) -> str:
+    if not raw.strip():
+        raise ValueError("expected a non-empty path")
+    return raw.strip()
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option: its command-line flag, environment variable, ini key, help and parser."""
+
+    name: str
+    flag: str
+    help: str
+    parse: Callable[[str], Any]
+    default: Any
+    is_flag: bool = False  # a store_true switch on the command line
+    in_marker: bool = False  # may be set per test with @pytest.mark.trainperf(name=...)
+
+    @property
+    def env(self) -> str:
+        return "TRAINPERF_" + self.name.upper()
+
+    @property
+    def ini(self) -> str:
+        return "trainperf_" + self.name
+
+
+OPTIONS: dict[str, OptionSpec] = {
+    spec.name: spec
+    for spec in (
+        OptionSpec(
+            "profile",
+            "--profile",
+            "re-run each case under a profiler and attach its Top-5 kernels: off, torch, nsys or ncu",
+            _choice(PROFILERS),
+            "off",
+        ),
+        OptionSpec(
+            "update_baselines",
+            "--update-baselines",
+            "rewrite this device's baseline file with the cases of this run and print old -> new",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+        OptionSpec("baseline_dir", "--baseline-dir", "folder of per-device baseline files", _text, "baselines"),
+        OptionSpec(
+            "iters",
+            "--perf-iters",
+            "timed training iterations per case (default: the workload's own)",
+            _positive_int,
+            None,
+            in_marker=True,
+        ),
+        OptionSpec(
+            "warmup",
+            "--perf-warmup",
+            "untimed warm-up iterations per case, for compile and autotune (default: the workload's own)",
+            _non_negative_int,
+            None,
+            in_marker=True,
+        ),
+        OptionSpec(
+            "device",
+            "--perf-device",
+            "where cases run: auto (cuda when present, else cpu with tiny sizes), cuda or cpu",
+            _choice(DEVICES),
+            "auto",
+        ),
+        OptionSpec(
+            "report", "--perf-report", "folder for the JSON run document (and later the HTML report)", _text, None
+        ),
+        OptionSpec(
+            "strict",
+            "--perf-strict",
+            "fail a case that has no stored baseline instead of passing it with a note",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    value: Any
+    source: str  # human-readable origin, e.g. "environment TRAINPERF_ITERS"
+
+
+def resolve(
+    spec: OptionSpec,
+    *,
+    cli: Any = None,
+    environ: Mapping[str, str] | None = None,
+    ini: str | None = None,
+    marker: Any = None,
+) -> Resolved:
+    """The option's value from the first source that sets it, parsed; SettingError names the source."""
+    environ = environ or {}
+    candidates: list[tuple[str, Any]] = [
+        (f"command line {spec.flag}", cli),
+        (f"environment {spec.env}", environ.get(spec.env)),
+        (f"ini {spec.ini}", ini or None),
+        (f"marker trainperf({spec.name}=...)", marker if spec.in_marker else None),
+    ]
+    for source, raw in candidates:
+        if raw is None:
+            continue
+        if isinstance(raw, bool) and spec.is_flag:
+            return Resolved(raw, source)
+        try:
+            return Resolved(spec.parse(str(raw)), source)
+        except ValueError as error:
+            raise SettingError(f"invalid value {raw!r} for {spec.name} from {source}: {error}") from None
+    return Resolved(spec.default, "default")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Session-wide settings, read once."""
+
+    profile: str
+    update_baselines: bool
+    baseline_dir: Path
+    iters: int | None
+    warmup: int | None
+    device: str
+    report: Path | None
+    strict: bool
+    sources: Mapping[str, str]
+
+
+def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
+    """Settings from resolved values; relative paths are taken from the rootdir."""
+    baseline_dir = Path(values["baseline_dir"].value)
+    report = values["report"].value
+    return Settings(
+        profile=values["profile"].value,
+        update_baselines=values["update_baselines"].value,
+        baseline_dir=baseline_dir if baseline_dir.is_absolute() else rootdir / baseline_dir,
+        iters=values["iters"].value,
+        warmup=values["warmup"].value,
+        device=values["device"].value,
+        report=None if report is None else Path(report),
+        strict=values["strict"].value,
+        sources={name: resolved.source for name, resolved in values.items()},
+    )

@@ -1,0 +1,69 @@
+"""The small interface every workload implements (models/ holds the suite's own).
+
+A workload builds, for a device and a size, everything one training run needs; the runner applies
+the generic optimizations (loader settings, copies, autocast, layout, compile) and times the steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from trainperf.case import Optimization
+
+TINY = "tiny"  # the CPU path: seconds per case
+FULL = "full"  # the GPU path: the real size
+
+Batch = tuple[torch.Tensor, ...]
+
+
+@dataclass
+class Training:
+    """One built training run. ``loss`` computes the loss of a batch already on the device;
+    ``evaluate`` returns the held-out metric of the current model."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    batches: Iterable[Batch]  # endless: a DataLoader over an endless sampler, for instance
+    loss: Callable[[torch.nn.Module, Batch], torch.Tensor]
+    evaluate: Callable[[torch.nn.Module], float]
+    samples_per_iteration: int
+    flops_per_iteration: float | None = None  # None: counted by the runner with FlopCounterMode
+
+
+@dataclass(frozen=True)
+class Metric:
+    """The held-out metric a workload reports."""
+
+    name: str  # "accuracy", "val_loss", ...
+    higher_is_better: bool
+    default_tolerance: float  # absolute, against the reference case of the same run
+    floor: float | None = None  # any case must reach this (learned something)
+
+
+class Workload(Protocol):
+    name: str
+    metric: Metric
+
+    def iterations(self, size: str) -> tuple[int, int]:
+        """(warm-up, timed) iterations by default for a size."""
+        ...
+
+    def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
+        """Model, optimizer, data and metric for ``device`` at ``size`` (TINY or FULL)."""
+        ...
+
+
+def loader_settings(optimization: Optimization, device: torch.device) -> dict[str, object]:
+    """DataLoader keyword arguments for an optimization's data-path knobs on ``device``:
+    pinned batches only where there is a GPU to copy to."""
+    workers = optimization.num_workers
+    return {
+        "num_workers": workers,
+        "pin_memory": optimization.pin_memory and device.type == "cuda",
+        "persistent_workers": workers > 0,
+        "prefetch_factor": 4 if workers > 0 else None,
+    }
