@@ -47,7 +47,12 @@ class Optimization:
 
     def but(self, name: str, **changes: Any) -> Optimization:
         """A copy under a new name with some knobs changed (targets are not inherited)."""
-        inherited: dict[str, Any] = {"min_speedup": {}, "max_memory_ratio": {}, "accuracy_tolerance": None, "max_slowdown": None}
+        inherited: dict[str, Any] = {
+            "min_speedup": {},
+            "max_memory_ratio": {},
+            "accuracy_tolerance": None,
+            "max_slowdown": None,
+        }
         return dataclasses.replace(self, name=name, **{**inherited, **changes})
 
     def knobs(self) -> dict[str, Any]:

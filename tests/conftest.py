@@ -1,0 +1,39 @@
+"""Helpers for the plugin's own tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TOY_SOURCE = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+
+TOY_TEST = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+SLEEP_MS = {sleep_ms}
+CASES = [
+    Optimization("reference", options={{"sleep_ms": SLEEP_MS}}, max_slowdown=0.5),
+    Optimization("variant", options={{"sleep_ms": {variant_sleep_ms}, "shuffle_labels": {shuffle}}}, max_slowdown=0.5),
+]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+
+
+@pytest.fixture
+def toy_suite(pytester: pytest.Pytester):
+    """Writes a toy perf suite into the pytester folder; returns a writer for its parameters."""
+    pytester.makepyfile(toy_workload=TOY_SOURCE)
+
+    def write(sleep_ms: float = 2.0, variant_sleep_ms: float = 2.0, shuffle: bool = False) -> pytest.Pytester:
+        pytester.makepyfile(
+            test_toy=TOY_TEST.format(sleep_ms=sleep_ms, variant_sleep_ms=variant_sleep_ms, shuffle=shuffle)
+        )
+        return pytester
+
+    return write

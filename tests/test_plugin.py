@@ -1,0 +1,141 @@
+"""End-to-end: the plugin drives a toy suite through pytester on the CPU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl")
+
+
+def baseline_file(pytester: pytest.Pytester):
+    files = list((pytester.path / "bl").glob("*.json"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def test_passing_case_prints_summary_and_missing_baseline_note(toy_suite) -> None:
+    result = toy_suite().runpytest(*BASE)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*trainperf: *(tiny)*", "*toy/reference*pass*", "*toy/variant*pass*"])
+    result.stdout.fnmatch_lines(["note: toy/reference: no stored baseline for this device*--update-baselines*"])
+
+
+def test_strict_fails_without_baseline(toy_suite) -> None:
+    result = toy_suite().runpytest(*BASE, "--perf-strict")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*toy/reference: no stored baseline for this device (--perf-strict)*"])
+
+
+def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
+    pytester = toy_suite()
+    first = pytester.runpytest(*BASE, "--update-baselines")
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(["baselines written to *", "  toy/reference: new -> * ms", "  toy/variant: new -> * ms"])
+    stored = json.loads(baseline_file(pytester).read_text())
+    assert stored["schema_version"] == 1
+    assert set(stored["cases"]) == {"toy/reference", "toy/variant"}
+    assert len(stored["cases"]["toy/reference"]["samples_ms"]) == 15
+
+    again = pytester.runpytest(*BASE, "--perf-strict")
+    again.assert_outcomes(passed=2)
+
+    second = pytester.runpytest(*BASE, "--update-baselines")
+    second.stdout.fnmatch_lines(["  toy/reference: * ms -> * ms (*%)"])
+
+
+def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
+    pytester = toy_suite(sleep_ms=2.0, variant_sleep_ms=2.0)
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    slowed = toy_suite(sleep_ms=2.0, variant_sleep_ms=8.0).runpytest(*BASE)
+    slowed.assert_outcomes(passed=1, failed=1)
+    slowed.stdout.fnmatch_lines(["*toy/variant: slower than baseline: median * ms vs baseline * ms (+*%*allowed 50%*"])
+
+
+def test_accuracy_drop_fails(toy_suite) -> None:
+    result = toy_suite(shuffle=True).runpytest(*BASE)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*toy/variant: accuracy * must be at least 0.6000*"])
+
+
+def test_corrupt_baseline_is_one_clear_error_and_stays_untouched(toy_suite) -> None:
+    pytester = toy_suite()
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    path = baseline_file(pytester)
+    path.write_text('{"schema_version": 1, "cases": {')
+    for extra in ((), ("--update-baselines",)):
+        result = pytester.runpytest(*BASE, *extra)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"ERROR: {path}: not a valid baseline file*"])
+        assert path.read_text() == '{"schema_version": 1, "cases": {'
+
+
+def test_unknown_schema_version_is_refused(toy_suite) -> None:
+    pytester = toy_suite()
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    path = baseline_file(pytester)
+    path.write_text(json.dumps({"schema_version": 99, "cases": {}}))
+    result = pytester.runpytest(*BASE)
+    result.stderr.fnmatch_lines([f"ERROR: {path}: unknown schema_version 99*"])
+
+
+def test_invalid_values_name_their_source(toy_suite, monkeypatch) -> None:
+    pytester = toy_suite()
+    result = pytester.runpytest(*BASE, "--perf-iters=zero")
+    result.stderr.fnmatch_lines(["ERROR: invalid value 'zero' for iters from command line --perf-iters*"])
+    monkeypatch.setenv("TRAINPERF_PROFILE", "gprof")
+    result = pytester.runpytest(*BASE)
+    result.stderr.fnmatch_lines(["ERROR: invalid value 'gprof' for profile from environment TRAINPERF_PROFILE*"])
+    monkeypatch.delenv("TRAINPERF_PROFILE")
+    pytester.makeini("[pytest]\ntrainperf_warmup = -1\n")
+    result = pytester.runpytest(*BASE)
+    result.stderr.fnmatch_lines(["ERROR: invalid value '-1' for warmup from ini trainperf_warmup*"])
+
+
+def test_precedence_command_line_over_environment_over_marker(toy_suite, monkeypatch) -> None:
+    pytester = toy_suite()
+    pytester.makeconftest(
+        "import pytest\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.trainperf(iters=4))\n"
+    )
+    report = pytester.path / "report"
+
+    def iters_seen(*args: str) -> int:
+        pytester.runpytest(*BASE, f"--perf-report={report}", *args).assert_outcomes(passed=2)
+        return json.loads((report / "run.json").read_text())["benchmarks"][0]["extra_info"]["iters"]
+
+    assert iters_seen() == 4
+    monkeypatch.setenv("TRAINPERF_ITERS", "6")
+    assert iters_seen() == 6
+    assert iters_seen("--perf-iters=7") == 7
+
+
+def test_junit_properties_and_run_document(toy_suite) -> None:
+    pytester = toy_suite()
+    result = pytester.runpytest(*BASE, "--junitxml=junit.xml", "--perf-report=out")
+    result.assert_outcomes(passed=2)
+    junit = (pytester.path / "junit.xml").read_text()
+    for name in ("trainperf_case", "trainperf_median_ms", "trainperf_speedup", "trainperf_accuracy"):
+        assert f'name="{name}"' in junit
+    document = json.loads((pytester.path / "out" / "run.json").read_text())
+    names = [b["name"] for b in document["benchmarks"]]
+    assert names == ["toy/reference", "toy/variant"]
+    first = document["benchmarks"][0]
+    assert first["stats"]["rounds"] == 15 and len(first["stats"]["data"]) == 15
+    assert first["stats"]["median"] == pytest.approx(first["extra_info"]["summary_ms"]["median"] / 1000)
+
+
+def test_profile_is_announced_as_not_yet_available(toy_suite) -> None:
+    result = toy_suite().runpytest(*BASE, "--profile=ncu")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["note: --profile=ncu: profiling is not yet available*"])
+
+
+def test_no_trainperf_cases_leave_the_session_alone(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "trainperf:" not in result.stdout.str()

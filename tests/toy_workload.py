@@ -1,0 +1,56 @@
+"""A toy workload for the plugin's own end-to-end tests: logistic regression on separable points.
+
+``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
+random labels (a broken optimization whose accuracy drops).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainperf import Metric, Optimization, Training
+from trainperf.workload import Batch
+
+
+class Toy:
+    name = "toy"
+    metric = Metric("accuracy", higher_is_better=True, default_tolerance=0.05, floor=0.6)
+
+    def iterations(self, size: str) -> tuple[int, int]:
+        return 2, 15
+
+    def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
+        generator = torch.Generator().manual_seed(0)
+        points = torch.randn(1024, 8, generator=generator)
+        labels = (points @ torch.randn(8, generator=generator) > 0).long()
+        sleep_s = float(optimization.options.get("sleep_ms", 0.0)) / 1000.0
+        shuffle = bool(optimization.options.get("shuffle_labels", False))
+
+        def batches() -> Iterator[Batch]:
+            while True:
+                index = torch.randint(0, len(labels), (64,), generator=generator)
+                targets = torch.randint(0, 2, (64,), generator=generator) if shuffle else labels[index]
+                yield points[index], targets
+
+        def loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+            time.sleep(sleep_s)
+            value: torch.Tensor = F.cross_entropy(model(batch[0]), batch[1])
+            return value
+
+        def evaluate(model: nn.Module) -> float:
+            return (model(points.to(device)).argmax(1) == labels.to(device)).float().mean().item()
+
+        model = nn.Linear(8, 2).to(device)
+        return Training(
+            model=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
+            batches=batches(),
+            loss=loss,
+            evaluate=evaluate,
+            samples_per_iteration=64,
+        )
