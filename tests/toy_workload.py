@@ -12,7 +12,6 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 from torch import nn
-
 from trainperf import Metric, Optimization, Training
 from trainperf.workload import Batch
 

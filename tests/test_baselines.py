@@ -1,0 +1,107 @@
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from trainperf import baselines
+
+
+def entry(median: float) -> dict:
+    return {
+        "samples_ms": [median, median * 1.01],
+        "summary": {"median": median},
+        "accuracy": {"metric": "accuracy", "value": 0.9},
+        "peak_memory_bytes": None,
+        "fingerprint": {"slug": "dev"},
+        "date": "2026-11-22T00:00:00+00:00",
+    }
+
+
+def test_missing_file_loads_empty(tmp_path: Path) -> None:
+    assert baselines.load(tmp_path / "dev.json") == {}
+
+
+def test_update_writes_merges_and_reports_changes(tmp_path: Path) -> None:
+    path = baselines.baseline_path(tmp_path, "dev")
+    first = baselines.update(path, "dev", {"w/a": entry(10.0)})
+    assert first == [baselines.Change("w/a", None, 10.0)]
+    second = baselines.update(path, "dev", {"w/b": entry(5.0), "w/a": entry(11.0)})
+    assert [c.case for c in second] == ["w/a", "w/b"]
+    assert second[0].delta == pytest.approx(0.1)
+    assert set(baselines.load(path)) == {"w/a", "w/b"}
+    assert baselines.format_changes(second) == ["w/a: 10.000 ms -> 11.000 ms (+10.0%)", "w/b: new -> 5.000 ms"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{", "not a valid baseline file"),
+        ("[]", "expected a JSON object"),
+        ('{"schema_version": 2, "cases": {}}', "unknown schema_version 2"),
+        ('{"schema_version": 1}', "'cases' must be an object"),
+        ('{"schema_version": 1, "cases": {"w/a": {}}}', "lacks samples_ms"),
+    ],
+)
+def test_unusable_files_name_the_file(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(text)
+    with pytest.raises(baselines.BaselineError, match=expected) as error:
+        baselines.load(path)
+    assert str(path) in str(error.value)
+
+
+def test_corrupt_file_is_never_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text("{ truncated")
+    with pytest.raises(baselines.BaselineError):
+        baselines.update(path, "dev", {"w/a": entry(1.0)})
+    assert path.read_text() == "{ truncated"
+
+
+def test_interrupted_write_leaves_old_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = baselines.baseline_path(tmp_path, "dev")
+    baselines.update(path, "dev", {"w/a": entry(10.0)})
+    before = path.read_text()
+
+    def crash(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(baselines.os, "fsync", crash)
+    with pytest.raises(KeyboardInterrupt):
+        baselines.update(path, "dev", {"w/a": entry(20.0)})
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
+
+
+def _write_one(args: tuple[str, int]) -> None:
+    directory, index = args
+    baselines.update(baselines.baseline_path(directory, "dev"), "dev", {f"w/{index}": entry(1.0 + index)})
+
+
+def test_concurrent_updates_lose_no_entry(tmp_path: Path) -> None:
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        pool.map(_write_one, [(str(tmp_path), i) for i in range(16)])
+    assert set(baselines.load(baselines.baseline_path(tmp_path, "dev"))) == {f"w/{i}" for i in range(16)}
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(
+    st.one_of(
+        st.text(),
+        st.binary().map(lambda b: b.decode("latin-1")),
+        st.recursive(st.none() | st.integers() | st.text(), lambda c: st.lists(c) | st.dictionaries(st.text(), c)).map(
+            json.dumps
+        ),
+    )
+)
+def test_any_malformed_content_raises_baseline_error_only(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "fuzz.json"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    try:
+        cases = baselines.load(path)
+    except baselines.BaselineError as error:
+        assert str(path) in str(error)
+    else:
+        assert all(entry["samples_ms"] for entry in cases.values())

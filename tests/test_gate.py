@@ -1,0 +1,77 @@
+import math
+
+from trainperf import gate
+
+BASE = [10.0 + 0.02 * (i % 5) for i in range(30)]
+
+
+def test_accuracy_within_tolerance_passes_and_beyond_fails() -> None:
+    ok = gate.accuracy_check("w/c", 0.95, reference=0.96, tolerance=0.02, higher_is_better=True)
+    bad = gate.accuracy_check("w/c", 0.90, reference=0.96, tolerance=0.02, higher_is_better=True)
+    assert ok.passed is True
+    assert bad.passed is False
+    assert "w/c" in bad.message and "0.9000" in bad.message and "0.0200" in bad.message
+
+
+def test_accuracy_lower_is_better_and_nan() -> None:
+    assert gate.accuracy_check("w/c", 3.1, reference=3.0, tolerance=0.05, higher_is_better=False).passed is False
+    assert gate.accuracy_check("w/c", 3.02, reference=3.0, tolerance=0.05, higher_is_better=False).passed is True
+    diverged = gate.accuracy_check("w/c", math.nan, reference=3.0, tolerance=0.05, higher_is_better=False)
+    assert diverged.passed is False and "diverged" in diverged.message
+
+
+def test_accuracy_floor_applies_without_reference() -> None:
+    assert (
+        gate.accuracy_check("w/c", 0.3, reference=None, tolerance=0.1, higher_is_better=True, floor=0.5).passed is False
+    )
+    assert (
+        gate.accuracy_check("w/c", 0.8, reference=None, tolerance=0.1, higher_is_better=True, floor=0.5).passed is None
+    )
+
+
+def test_noise_alone_does_not_fail_the_baseline_gate() -> None:
+    shuffled = list(reversed(BASE))
+    assert gate.baseline_check("w/c", shuffled, BASE, strict=False).passed is True
+
+
+def test_small_clear_slowdown_under_effect_size_passes() -> None:
+    assert gate.baseline_check("w/c", [x * 1.02 for x in BASE], BASE, strict=False, max_slowdown=0.05).passed is True
+
+
+def test_clear_slowdown_beyond_effect_size_fails_with_figures() -> None:
+    check = gate.baseline_check("w/c", [x * 1.10 for x in BASE], BASE, strict=False, max_slowdown=0.05)
+    assert check.passed is False
+    assert "w/c" in check.message and "+10.0%" in check.message and "allowed 5%" in check.message
+
+
+def test_large_but_noisy_difference_is_not_a_failure() -> None:
+    current = [5.0, 30.0, 6.0, 28.0]
+    baseline = [10.0, 12.0, 11.0, 9.0]
+    assert gate.baseline_check("w/c", current, baseline, strict=False).passed is True
+
+
+def test_missing_baseline_note_or_strict_failure() -> None:
+    assert gate.baseline_check("w/c", BASE, None, strict=False).passed is None
+    strict = gate.baseline_check("w/c", BASE, None, strict=True)
+    assert strict.passed is False and "--perf-strict" in strict.message
+
+
+def test_speedup_check() -> None:
+    assert gate.speedup_check("w/c", 1.5, None).passed is None
+    assert gate.speedup_check("w/c", 1.5, 1.2).passed is True
+    below = gate.speedup_check("w/c", 1.1, 1.2)
+    assert below.passed is False and "1.10x" in below.message and "1.20x" in below.message
+
+
+def test_memory_check() -> None:
+    assert gate.memory_check("w/c", 60, 100, 0.7).passed is True
+    assert gate.memory_check("w/c", 80, 100, 0.7).passed is False
+    assert gate.memory_check("w/c", None, 100, 0.7).passed is None
+
+
+def test_verdict() -> None:
+    passed = gate.Check("a", True, "")
+    note = gate.Check("b", None, "")
+    failed = gate.Check("c", False, "")
+    assert gate.verdict([passed, note]) == "pass"
+    assert gate.verdict([passed, failed]) == "fail"

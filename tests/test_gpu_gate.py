@@ -1,0 +1,59 @@
+"""On a GPU: a digits case made slower by known extra GPU work fails against the stored baseline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainperf import device as devices
+
+ROOT = Path(__file__).resolve().parents[1]
+CASE = "digits/channels_last"
+
+SLOWED_SUITE = """
+import torch
+from models.digits import Digits
+from perf_tests.test_digits import channels_last
+
+CYCLES = {cycles}
+
+
+class SlowedDigits(Digits):
+    def build(self, device, size, optimization):
+        training = super().build(device, size, optimization)
+        loss = training.loss
+
+        def slowed(model, batch):
+            torch.cuda._sleep(CYCLES)  # extra GPU work of known duration
+            return loss(model, batch)
+
+        training.loss = slowed
+        return training
+
+
+def test_slowed(trainperf):
+    trainperf.run(SlowedDigits(), channels_last)
+"""
+
+
+def stored_median_ms() -> float:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU: the slowed case adds GPU work")
+    slug = devices.fingerprint(devices.choose_device("cuda")).slug
+    path = ROOT / "baselines" / f"{slug}.json"
+    if not path.exists():
+        pytest.skip(f"no baseline file {path.name} for this GPU: run pytest perf_tests --update-baselines")
+    return float(json.loads(path.read_text())["cases"][CASE]["summary"]["median"])
+
+
+def test_case_made_slower_fails_the_gate(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    median_ms = stored_median_ms()
+    cycles = int(0.3 * median_ms * 1e-3 * 1.98e9)  # about +30% at the boost clock, more at lower clocks
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    pytester.makepyfile(test_slowed=SLOWED_SUITE.format(cycles=cycles))
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--baseline-dir={ROOT / 'baselines'}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{CASE}: slower than baseline: median * ms vs baseline * ms (+*%*allowed 5%*"])

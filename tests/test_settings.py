@@ -1,0 +1,42 @@
+from pathlib import Path
+
+import pytest
+from trainperf.settings import OPTIONS, SettingError, build_settings, resolve
+
+
+def test_precedence_command_line_environment_ini_marker_default() -> None:
+    spec = OPTIONS["iters"]
+    env = {"TRAINPERF_ITERS": "6"}
+    assert resolve(spec, cli="7", environ=env, ini="5", marker=4).value == 7
+    assert resolve(spec, environ=env, ini="5", marker=4).source == "environment TRAINPERF_ITERS"
+    assert resolve(spec, ini="5", marker=4).value == 5
+    assert resolve(spec, marker=4).value == 4
+    assert resolve(spec).source == "default"
+
+
+def test_marker_is_ignored_for_session_options() -> None:
+    assert resolve(OPTIONS["device"], marker="cuda").value == "auto"
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "source"),
+    [("iters", "0", "command line --perf-iters"), ("device", "tpu", "command line --perf-device")],
+)
+def test_invalid_values_name_their_source(name: str, raw: str, source: str) -> None:
+    with pytest.raises(SettingError, match=f"invalid value '{raw}' for {name} from {source}"):
+        resolve(OPTIONS[name], cli=raw)
+
+
+def test_boolean_words_from_environment() -> None:
+    spec = OPTIONS["strict"]
+    assert resolve(spec, environ={"TRAINPERF_STRICT": "yes"}).value is True
+    assert resolve(spec, environ={"TRAINPERF_STRICT": "0"}).value is False
+    with pytest.raises(SettingError, match="TRAINPERF_STRICT"):
+        resolve(spec, environ={"TRAINPERF_STRICT": "maybe"})
+
+
+def test_relative_baseline_dir_is_taken_from_rootdir(tmp_path: Path) -> None:
+    values = {name: resolve(spec) for name, spec in OPTIONS.items()}
+    settings = build_settings(values, tmp_path)
+    assert settings.baseline_dir == tmp_path / "baselines"
+    assert settings.profile == "off" and settings.report is None
