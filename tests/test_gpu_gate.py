@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from trainperf import device as devices
 
 ROOT = Path(__file__).resolve().parents[1]
