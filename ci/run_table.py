@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pandas as pd
 
 
 def table(path: str) -> pd.DataFrame:
-    document = json.loads(open(path, encoding="utf-8").read())
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
     rows = []
     for bench in document["benchmarks"]:
         info = bench["extra_info"]
