@@ -13,15 +13,17 @@ from trainperf.fixture import TrainPerf
 
 from models.digits import Digits
 
-WORKERS = min(8, os.cpu_count() or 1)
+WORKERS = max(1, min(12, (os.cpu_count() or 1) - 2))  # leave the main process and the GPU feeder a core
 
-reference = Optimization(REFERENCE)
-dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 2.0})
+# The reference decodes and augments every batch in the main process: it is bound by the host CPU,
+# whose speed moved by up to a third between runs on a shared H100 host, so its own time gate is wider.
+reference = Optimization(REFERENCE, max_slowdown=0.35)
+dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 3.0})
 pinned_nonblocking = dataloader_workers.but(
-    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 2.0}
+    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 3.0}
 )
-amp_bf16 = pinned_nonblocking.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 2.0})
-channels_last = amp_bf16.but("channels_last", channels_last=True, min_speedup={"cuda": 2.0})
+amp_bf16 = pinned_nonblocking.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 4.0})
+channels_last = amp_bf16.but("channels_last", channels_last=True, min_speedup={"cuda": 6.0})
 
 LADDER = [reference, dataloader_workers, pinned_nonblocking, amp_bf16, channels_last]
 

@@ -20,7 +20,11 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
         terminal.write_line(f"baselines written to {session.baseline_file}:")
         for line in baselines.format_changes(session.changes):
             terminal.write_line("  " + line)
-    for check in (c for r in session.results for c in r.checks if c.passed is None and c.name == "baseline"):
-        terminal.write_line("note: " + check.message)
+    missing = [r.key for r in session.results if r.baseline_median_ms is None]
+    if missing and not session.settings.update_baselines:
+        terminal.write_line(
+            f"note: no stored baseline in {session.baseline_file} for {len(missing)} case(s): "
+            f"{', '.join(missing)}; record them with --update-baselines"
+        )
     for note in session.notes:
         terminal.write_line("note: " + note)
