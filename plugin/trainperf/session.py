@@ -6,6 +6,7 @@ Lives in ``config.stash``; the fixture gets callbacks from it, and the report re
 from __future__ import annotations
 
 import datetime
+import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,11 +102,12 @@ class PerfSession:
 
 
 def git_commit() -> str | None:
+    """HEAD of the checkout, else CI's ``GITHUB_SHA``, else None (a copy without git metadata)."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+        return os.environ.get("GITHUB_SHA")
+    return out.stdout.strip() or os.environ.get("GITHUB_SHA")
 
 
 def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict[str, Any]:
