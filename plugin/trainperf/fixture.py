@@ -88,7 +88,9 @@ class TrainPerf:
                 measurement.samples_ms,
                 stored,
                 strict=settings.strict and not settings.update_baselines,
-                max_slowdown=optimization.max_slowdown or gate.DEFAULT_MAX_SLOWDOWN,
+                max_slowdown=gate.DEFAULT_MAX_SLOWDOWN
+                if optimization.max_slowdown is None
+                else optimization.max_slowdown,
             ),
         ]
         if not is_reference:
