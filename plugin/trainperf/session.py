@@ -6,6 +6,7 @@ Lives in ``config.stash``; the fixture gets callbacks from it, and the report re
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import subprocess
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from trainperf import baselines, gate, stats
 from trainperf import device as devices
 from trainperf.runner import Measurement
 from trainperf.settings import Settings
+from trainperf.workload import FULL, TINY
 
 
 @dataclass
@@ -74,8 +76,6 @@ class PerfSession:
 
     @property
     def size(self) -> str:
-        from trainperf.workload import FULL, TINY
-
         return FULL if self.device.type == "cuda" else TINY
 
     def load_baselines(self) -> None:
@@ -101,8 +101,9 @@ class PerfSession:
             self.changes = baselines.update(self.baseline_file, self.fingerprint.slug, self.pending)
 
 
+@functools.cache
 def git_commit() -> str | None:
-    """HEAD of the checkout, else CI's ``GITHUB_SHA``, else None (a copy without git metadata)."""
+    """HEAD of the checkout, else CI's ``GITHUB_SHA``, else None (no git metadata); read once per process."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
