@@ -11,18 +11,18 @@ from __future__ import annotations
 import functools
 import math
 import random
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from sklearn.datasets import load_digits
 from torch import nn
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import Dataset
 from trainperf.case import Optimization
-from trainperf.workload import FULL, TINY, Batch, Metric, Training, loader_settings
+from trainperf.workload import FULL, TINY, Batch, Metric, Training
 
-SPLIT_SEED = 0
+from models.sampling import endless_loader
+
 HELD_OUT_EVERY = 5  # every 5th scan (by index) is held out: 360 of 1797
 IDENTITY = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 
@@ -93,20 +93,6 @@ class AugmentedDigits(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         return (image - MEAN) / STD, self.labels[index]
 
 
-class EndlessShuffle(Sampler[int]):
-    """Sample numbers e*n + p for epoch e and a seeded permutation p of range(n), forever."""
-
-    def __init__(self, n: int, seed: int = SPLIT_SEED) -> None:
-        self.n, self.seed = n, seed
-
-    def __iter__(self) -> Iterator[int]:
-        epoch = 0
-        while True:
-            order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed + epoch))
-            yield from (epoch * self.n + int(i) for i in order)
-            epoch += 1
-
-
 def conv_bn_relu(inputs: int, outputs: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(inputs, outputs, 3, padding=1, bias=False), nn.BatchNorm2d(outputs), nn.ReLU())
 
@@ -149,13 +135,7 @@ class Digits:
     def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
         config = CONFIGS[size]
         train_x, train_y, test_x, test_y = load_split()
-        loader = DataLoader(
-            AugmentedDigits(train_x, train_y, config.side),
-            batch_size=config.batch_size,
-            sampler=EndlessShuffle(len(train_y)),
-            drop_last=True,
-            **loader_settings(optimization, device),  # type: ignore[arg-type]
-        )
+        loader = endless_loader(AugmentedDigits(train_x, train_y, config.side), config.batch_size, optimization, device)
         model = DigitsCNN(config.widths).to(device)
         held_out = torch.stack([resample(image, config.side, IDENTITY) for image in test_x])
         held_out = ((held_out - MEAN) / STD).to(device)
@@ -172,4 +152,5 @@ class Digits:
             loss=cross_entropy,
             evaluate=evaluate,
             samples_per_iteration=config.batch_size,
+            sample_unit="images",
         )

@@ -29,6 +29,36 @@ def test_accuracy_floor_applies_without_reference() -> None:
     )
 
 
+def test_training_loss_that_turns_nan_fails_naming_the_iteration() -> None:
+    check = gate.accuracy_check(
+        "w/c", 3.0, reference=3.0, tolerance=0.1, higher_is_better=False, losses=[6.9, 6.1, math.inf, math.nan]
+    )
+    assert check.passed is False
+    assert check.message == "w/c: training loss became inf at iteration 2 (diverged)"
+
+
+def test_metric_must_improve_on_the_untrained_model() -> None:
+    def check(value: float, higher_is_better: bool, initial: float) -> bool | None:
+        return gate.accuracy_check(
+            "w/c",
+            value,
+            reference=None,
+            tolerance=1.0,
+            higher_is_better=higher_is_better,
+            initial=initial,
+            min_gain=0.15,
+        ).passed
+
+    assert check(6.0, False, 6.93) is False  # 13% lower: not enough
+    assert check(5.8, False, 6.93) is None  # 16% lower: learned; no reference to compare
+    assert check(0.11, True, 0.10) is False
+    assert check(0.90, True, 0.10) is None
+    stalled = gate.accuracy_check(
+        "w/c", 6.5, reference=6.4, tolerance=1.0, higher_is_better=False, initial=6.93, min_gain=0.15
+    )
+    assert "improved on the untrained 6.9300 by 6.2%, less than the required 15%" in stalled.message
+
+
 def test_noise_alone_does_not_fail_the_baseline_gate() -> None:
     shuffled = list(reversed(BASE))
     assert gate.baseline_check("w/c", shuffled, BASE, strict=False).passed is True

@@ -9,6 +9,7 @@ from typing import Any
 
 REFERENCE = "reference"
 AMP_DTYPES = (None, "bfloat16", "float16")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,14 @@ class Optimization:
     # compute
     amp_dtype: str | None = None  # autocast dtype: None, "bfloat16" or "float16"
     grad_scaler: bool = False  # torch.amp.GradScaler (for float16)
+    tf32: bool = False  # TF32 tensor cores for float32 matmuls and convolutions
     channels_last: bool = False  # NHWC model and 4-D inputs
-    compile: bool = False  # torch.compile the model
+    compile: bool = False  # torch.compile the model and its loss
+    compile_mode: str = "default"  # torch.compile mode; "reduce-overhead" records CUDA graphs
+    # step
+    sync_every_step: bool = False  # read the loss on the host after every step (a logging loop's sync)
+    accumulation_steps: int = 1  # split each batch into this many micro-batches, one optimizer step
+    needs_cuda: str | None = None  # why the case runs on CUDA only (skipped elsewhere with this reason)
     options: Mapping[str, Any] = field(default_factory=dict)  # workload-specific knobs
     # what it must prove
     min_speedup: Mapping[str, float] = field(default_factory=dict)  # over the reference, same run
@@ -44,6 +51,10 @@ class Optimization:
             raise ValueError(f"{self.name}: amp_dtype must be one of {AMP_DTYPES}, got {self.amp_dtype!r}")
         if self.num_workers < 0:
             raise ValueError(f"{self.name}: num_workers must be >= 0")
+        if self.compile_mode not in COMPILE_MODES:
+            raise ValueError(f"{self.name}: compile_mode must be one of {COMPILE_MODES}, got {self.compile_mode!r}")
+        if self.accumulation_steps < 1:
+            raise ValueError(f"{self.name}: accumulation_steps must be >= 1")
 
     def but(self, name: str, **changes: Any) -> Optimization:
         """A copy under a new name with some knobs changed (targets are not inherited)."""
@@ -58,7 +69,7 @@ class Optimization:
     def knobs(self) -> dict[str, Any]:
         """The knobs that differ from the reference, for reports."""
         base = Optimization(REFERENCE)
-        skip = {"name", "min_speedup", "max_memory_ratio", "accuracy_tolerance", "max_slowdown"}
+        skip = {"name", "min_speedup", "max_memory_ratio", "accuracy_tolerance", "max_slowdown", "needs_cuda"}
         return {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)

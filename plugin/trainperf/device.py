@@ -20,6 +20,25 @@ THROTTLE_REASONS = {  # nvmlClocksEventReason* bits worth telling a user about
 }
 
 
+# Dense (no sparsity) bf16 tensor-core peaks from the vendors' data sheets, TFLOP/s, for MFU.
+# Matched in order against the lower-cased device name; --perf-peak-tflops overrides.
+DENSE_BF16_TFLOPS = (
+    ("h100 pcie", 756.0),
+    ("h100 nvl", 835.0),
+    ("h100", 989.4),
+    ("h200", 989.4),
+    ("a100", 312.0),
+    ("l40s", 362.1),
+    ("l4", 121.0),
+)
+
+
+def peak_tflops(name: str) -> float | None:
+    """The dense bf16 peak of a known GPU, else None."""
+    lowered = name.lower()
+    return next((tflops for key, tflops in DENSE_BF16_TFLOPS if key in lowered), None)
+
+
 @dataclass(frozen=True)
 class Fingerprint:
     """What a baseline was measured on."""

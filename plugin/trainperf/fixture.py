@@ -28,6 +28,8 @@ class TrainPerf:
         """Train the case, gate it, record it; fails the test naming the case, figures and thresholds."""
         warmup, iters = self._iterations(workload)
         device = self.session.device
+        if optimization.needs_cuda and device.type != "cuda":
+            pytest.skip(f"{case_key(workload.name, optimization.name)} runs on CUDA only: {optimization.needs_cuda}")
         measurement = run_case(workload, optimization, device, self.session.size, warmup, iters)
         reference = self._reference(workload, optimization, measurement, warmup, iters)
         result = self._judge(workload, optimization, measurement, reference)
@@ -72,7 +74,8 @@ class TrainPerf:
         tolerance = optimization.accuracy_tolerance
         stored = self.session.stored_samples(key)
         is_reference = optimization.name == REFERENCE
-        speedup = stats.summarize(reference.samples_ms).median / summary.median
+        reference_median = stats.summarize(reference.samples_ms).median
+        speedup = throughput(measurement, summary.median) / throughput(reference, reference_median)
         checks = [
             gate.accuracy_check(
                 key,
@@ -82,6 +85,9 @@ class TrainPerf:
                 higher_is_better=metric.higher_is_better,
                 floor=metric.floor,
                 metric=metric.name,
+                losses=measurement.losses,
+                initial=measurement.initial_metric,
+                min_gain=metric.min_gain,
             ),
             gate.baseline_check(
                 key,
@@ -117,6 +123,7 @@ class TrainPerf:
             speedup=speedup,
             baseline_median_ms=None if stored is None else stats.summarize(stored).median,
             checks=checks,
+            peak_flops=self.session.peak_flops,
         )
 
     def _attach(self, result: CaseResult) -> None:
@@ -128,6 +135,9 @@ class TrainPerf:
             "trainperf_speedup": None if result.speedup is None else round(result.speedup, 3),
             "trainperf_baseline_ms": result.baseline_median_ms,
             "trainperf_samples_per_s": round(result.samples_per_second, 1),
+            "trainperf_sample_unit": result.measurement.sample_unit,
+            "trainperf_mfu": None if result.mfu is None else round(result.mfu, 4),
+            "trainperf_first_step_s": round(result.measurement.first_step_s, 3),
             "trainperf_reader_share": round(result.reader_share, 4),
             f"trainperf_{result.metric_name}": round(result.measurement.metric, 5),
             "trainperf_peak_memory_bytes": result.measurement.peak_memory_bytes,
@@ -136,6 +146,11 @@ class TrainPerf:
         for name, value in properties.items():
             if value is not None:
                 self.record_property(name, value)
+
+
+def throughput(measurement: Measurement, median_ms: float) -> float:
+    """Samples per second at the median iteration time."""
+    return measurement.samples_per_iteration / (median_ms / 1000.0)
 
 
 def _first_set(*values: int | None) -> int:

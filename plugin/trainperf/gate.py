@@ -35,9 +35,17 @@ def accuracy_check(
     higher_is_better: bool,
     floor: float | None = None,
     metric: str = "accuracy",
+    losses: Sequence[float] = (),
+    initial: float | None = None,
+    min_gain: float | None = None,
 ) -> Check:
-    """The case's held-out metric must be finite, past the workload's floor, and within
-    ``tolerance`` (absolute) of the reference case of the same run."""
+    """The training loss must stay finite; the case's held-out metric must be finite, past the
+    workload's floor, better than the untrained model's ``initial`` value by ``min_gain`` (a fraction
+    of it), and within ``tolerance`` (absolute) of the reference case of the same run."""
+    diverged = next((i for i, loss in enumerate(losses) if not math.isfinite(loss)), None)
+    if diverged is not None:
+        message = f"{case}: training loss became {losses[diverged]} at iteration {diverged} (diverged)"
+        return Check("accuracy", False, message)
     if not math.isfinite(value):
         return Check("accuracy", False, f"{case}: {metric} is {value} (diverged)")
     if floor is not None:
@@ -45,6 +53,15 @@ def accuracy_check(
         if not beyond:
             side = "at least" if higher_is_better else "at most"
             return Check("accuracy", False, f"{case}: {metric} {value:.4f} must be {side} {floor:.4f}")
+    if min_gain is not None and initial is not None:
+        gain = (value - initial if higher_is_better else initial - value) / abs(initial)
+        if gain < min_gain:
+            return Check(
+                "accuracy",
+                False,
+                f"{case}: {metric} {value:.4f} improved on the untrained {initial:.4f} by {gain:.1%}, "
+                f"less than the required {min_gain:.0%}",
+            )
     if reference is None:
         return Check("accuracy", None, f"{case}: no reference {metric} to compare with")
     loss = reference - value if higher_is_better else value - reference

@@ -35,13 +35,16 @@ class Measurement:
     reader_ms: list[float]  # host wait for each timed iteration's batch
     losses: list[float]  # training loss of every iteration, warm-up included
     metric: float  # held-out metric after training
+    initial_metric: float  # held-out metric of the untrained model
     peak_memory_bytes: int | None
     warmup_s: float  # warm-up wall time, compile and autotune included
+    first_step_s: float  # wall time of the first warm-up iteration: compilation shows here
     samples_per_iteration: int
     flops_per_iteration: float | None
     iters: int
     warmup: int
     clocks: dict[str, Any] = field(default_factory=dict)
+    sample_unit: str = "samples"
 
 
 def seed_everything(seed: int = SEED) -> None:
@@ -55,6 +58,13 @@ def run_case(
 ) -> Measurement:
     """Train ``warmup + iters`` iterations of ``optimization`` and measure the last ``iters``."""
     seed_everything()
+    with float32_matmuls(optimization.tf32):
+        return _run(workload, optimization, device, size, warmup, iters)
+
+
+def _run(
+    workload: Workload, optimization: Optimization, device: torch.device, size: str, warmup: int, iters: int
+) -> Measurement:
     training = workload.build(device, size, optimization)
     model = _prepare_model(training.model, device, optimization)
     batches = iter(training.batches)
@@ -63,11 +73,11 @@ def run_case(
     flops = training.flops_per_iteration
     if flops is None:
         flops = count_flops(model, training.loss, fetch()[0])
-    compiled: torch.nn.Module = torch.compile(model) if optimization.compile else model  # type: ignore[assignment]
-    step = _stepper(training, compiled, device, optimization, mark)
+    initial_metric = _evaluate(training, model, device, optimization)
+    step = _stepper(training, model, device, optimization, mark)
     losses: list[torch.Tensor] = []
     try:
-        warmup_s = _warm_up(step, fetch, losses, warmup, device)
+        warmup_s, first_step_s = _warm_up(step, fetch, losses, warmup, device)
         clocks_before = devices.clock_state(device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
@@ -85,14 +95,30 @@ def run_case(
         reader_ms=reader_ms,
         losses=[float(x) for x in torch.stack(losses).float().cpu()] if losses else [],
         metric=metric,
+        initial_metric=initial_metric,
         peak_memory_bytes=peak,
         warmup_s=warmup_s,
+        first_step_s=first_step_s,
         samples_per_iteration=training.samples_per_iteration,
         flops_per_iteration=flops,
         iters=iters,
         warmup=warmup,
         clocks={"before": clocks_before, "after": clocks_after},
+        sample_unit=training.sample_unit,
     )
+
+
+@contextlib.contextmanager
+def float32_matmuls(tf32: bool) -> Iterator[None]:
+    """TF32 tensor cores for float32 matmuls and convolutions while a case runs, or strict float32."""
+    matmul, cudnn = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    torch.backends.cudnn.allow_tf32 = tf32
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(matmul)
+        torch.backends.cudnn.allow_tf32 = cudnn
 
 
 def _prepare_model(model: torch.nn.Module, device: torch.device, optimization: Optimization) -> torch.nn.Module:
@@ -132,15 +158,34 @@ def _fetcher(
 def _stepper(
     training: Training, model: torch.nn.Module, device: torch.device, optimization: Optimization, mark: PhaseMarker
 ) -> Callable[[Batch], torch.Tensor]:
-    """Returns step(batch) -> detached loss: forward, backward and optimizer, each an NVTX phase."""
+    """Returns step(batch) -> detached loss: forward, backward and optimizer, each an NVTX phase.
+
+    With ``compile`` the loss function (model and loss together) is compiled; with accumulation the
+    batch is split into micro-batches whose scaled gradients add up before one optimizer step."""
     optimizer = training.optimizer
     scaler = torch.amp.GradScaler(device.type) if optimization.grad_scaler else None
+    loss_fn = training.loss
+    if optimization.compile:
+        mode = None if optimization.compile_mode == "default" else optimization.compile_mode
+        loss_fn = torch.compile(training.loss, mode=mode)
+    graphs = optimization.compile and optimization.compile_mode in ("reduce-overhead", "max-autotune")
+    parts = optimization.accumulation_steps
 
-    def step(batch: Batch) -> torch.Tensor:
+    def forward_backward(batch: Batch) -> torch.Tensor:
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         with mark("forward"), _autocast(device, optimization):
-            loss = training.loss(model, batch)
+            loss = loss_fn(model, batch) / parts
         with mark("backward"):
             (scaler.scale(loss) if scaler else loss).backward()
+        return loss.detach().clone() if graphs else loss.detach()
+
+    def step(batch: Batch) -> torch.Tensor:
+        if parts == 1:
+            loss = forward_backward(batch)
+        else:
+            micro_batches = zip(*(t.chunk(parts) for t in batch), strict=True)
+            loss = torch.stack([forward_backward(tuple(micro)) for micro in micro_batches]).sum()
         with mark("optimizer"):
             if scaler:
                 scaler.step(optimizer)
@@ -148,7 +193,9 @@ def _stepper(
             else:
                 optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-        return loss.detach()
+        if optimization.sync_every_step:
+            loss.item()  # what a loop that logs every step's loss does
+        return loss
 
     return step
 
@@ -159,12 +206,17 @@ def _warm_up(
     losses: list[torch.Tensor],
     warmup: int,
     device: torch.device,
-) -> float:
+) -> tuple[float, float]:
+    """(warm-up seconds, first iteration's seconds); the first iteration holds compilation."""
     start = time.perf_counter()
-    for _ in range(warmup):
+    first = 0.0
+    for i in range(warmup):
         losses.append(step(fetch()[0]))
+        if i == 0:
+            _synchronize(device)
+            first = time.perf_counter() - start
     _synchronize(device)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, first
 
 
 def _timed(

@@ -37,6 +37,7 @@ class CaseResult:
     speedup: float | None
     baseline_median_ms: float | None
     checks: list[gate.Check]
+    peak_flops: float | None = None  # the device's dense bf16 peak, FLOP/s, for MFU
 
     @property
     def verdict(self) -> str:
@@ -50,6 +51,18 @@ class CaseResult:
     @property
     def samples_per_second(self) -> float:
         return self.measurement.samples_per_iteration / (self.summary.median / 1000.0)
+
+    @property
+    def achieved_flops(self) -> float | None:
+        """Model FLOP/s at the median iteration time."""
+        flops = self.measurement.flops_per_iteration
+        return None if flops is None else flops / (self.summary.median / 1000.0)
+
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOPs utilisation: achieved model FLOP/s over the device's dense bf16 peak."""
+        achieved = self.achieved_flops
+        return None if achieved is None or self.peak_flops is None else achieved / self.peak_flops
 
     @property
     def baseline_delta(self) -> float | None:
@@ -73,6 +86,19 @@ class PerfSession:
     @property
     def baseline_file(self) -> Path:
         return baselines.baseline_path(self.settings.baseline_dir, self.fingerprint.slug)
+
+    @property
+    def peak_flops(self) -> float | None:
+        """Dense bf16 peak FLOP/s for MFU: --perf-peak-tflops, else the known figure of this GPU."""
+        if self.settings.peak_tflops is not None:
+            return self.settings.peak_tflops * 1e12
+        if self.device.type != "cuda":
+            return None
+        known = devices.peak_tflops(self.fingerprint.name)
+        if known is None:
+            self.note(f"MFU not shown: no known bf16 peak for {self.fingerprint.name}; set --perf-peak-tflops")
+            return None
+        return known * 1e12
 
     @property
     def size(self) -> str:

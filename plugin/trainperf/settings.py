@@ -59,6 +59,16 @@ def _boolean(raw: str) -> bool:
     raise ValueError("expected true or false (1/0, yes/no, on/off)")
 
 
+def _positive_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("expected a positive number") from None
+    if not value > 0:
+        raise ValueError("expected a positive number")
+    return value
+
+
 def _text(raw: str) -> str:
     if not raw.strip():
         raise ValueError("expected a non-empty path")
@@ -132,6 +142,13 @@ OPTIONS: dict[str, OptionSpec] = {
             "report", "--perf-report", "folder for the JSON run document (and later the HTML report)", _text, None
         ),
         OptionSpec(
+            "peak_tflops",
+            "--perf-peak-tflops",
+            "dense bf16 tensor-core peak in TFLOP/s for MFU (default: the vendor's figure for known GPUs)",
+            _positive_float,
+            None,
+        ),
+        OptionSpec(
             "strict",
             "--perf-strict",
             "fail a case that has no stored baseline instead of passing it with a note",
@@ -190,6 +207,7 @@ class Settings:
     report: Path | None
     strict: bool
     sources: Mapping[str, str]
+    peak_tflops: float | None = None
 
 
 def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
@@ -205,5 +223,6 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         device=values["device"].value,
         report=None if report is None else Path(report),
         strict=values["strict"].value,
+        peak_tflops=values["peak_tflops"].value,
         sources={name: resolved.source for name, resolved in values.items()},
     )

@@ -32,6 +32,7 @@ class Training:
     evaluate: Callable[[torch.nn.Module], float]
     samples_per_iteration: int
     flops_per_iteration: float | None = None  # None: counted by the runner with FlopCounterMode
+    sample_unit: str = "samples"  # what a sample is, for throughput figures: "images", "tokens"...
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Metric:
     higher_is_better: bool
     default_tolerance: float  # absolute, against the reference case of the same run
     floor: float | None = None  # any case must reach this (learned something)
+    min_gain: float | None = None  # any case must improve on the untrained model by this fraction
 
 
 class Workload(Protocol):

@@ -25,11 +25,13 @@ def cases_table(results: Sequence[CaseResult]) -> pd.DataFrame:
                 "baseline ms": "" if r.baseline_median_ms is None else f"{r.baseline_median_ms:.3f}",
                 "delta": _percent(r.baseline_delta),
                 "speedup": "" if r.speedup is None else f"{r.speedup:.2f}x",
-                "samples/s": f"{r.samples_per_second:,.0f}",
+                "throughput/s": f"{r.samples_per_second:,.0f} {m.sample_unit}",
+                "MFU": "" if r.mfu is None else f"{r.mfu:.1%}",
                 "reader": f"{r.reader_share:.0%}",
                 r.metric_name if len({x.metric_name for x in results}) == 1 else "metric": f"{m.metric:.4f}",
                 "peak MiB": "" if m.peak_memory_bytes is None else f"{m.peak_memory_bytes / 2**20:,.0f}",
                 "warm-up s": f"{m.warmup_s:.1f}",
+                "1st iter s": f"{m.first_step_s:.1f}",
                 "verdict": r.verdict,
             }
         )

@@ -1,0 +1,155 @@
+"""GPT-2 124M (12 layers, 12 heads, 768 wide, context 1024, vocabulary 50257) trained on the standard
+library's source (see ``models/text.py``), with a tiny configuration for the CPU path.
+
+Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, cudnn), ``optimizer``
+(for_loop, foreach, fused), ``vocab_multiple`` (pad the vocabulary to a multiple, 64: 50257 -> 50304),
+``batch_scale`` (multiply the batch), ``checkpointing`` (activation checkpointing) and ``param_dtype``
+(train the weights themselves in that dtype: "float16" without loss scaling is a known way to break it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import Dataset
+from trainperf.case import Optimization
+from trainperf.workload import FULL, TINY, Batch, Metric, Training
+
+from models import text
+from models.sampling import endless_loader
+from models.transformer import (
+    Trunk,
+    TrunkConfig,
+    adamw,
+    costed_parameters,
+    init_weights,
+    merge_options,
+    padded,
+    transformer_flops_per_token,
+)
+
+OPTIONS = {
+    "attention": "naive",
+    "optimizer": "for_loop",
+    "vocab_multiple": 1,
+    "batch_scale": 1,
+    "checkpointing": False,
+    "param_dtype": "float32",
+}
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    layers: int
+    heads: int
+    width: int
+    context: int
+    vocab_size: int
+    batch_size: int  # sequences per iteration before batch_scale
+    lr: float
+    warmup: int  # default warm-up iterations
+    iters: int  # default timed iterations
+    corpus_chars: int  # characters of standard-library source to tokenize
+    eval_windows: int  # held-out sequences for the validation loss
+
+
+CONFIGS = {
+    TINY: GPTConfig(2, 2, 64, 64, 1024, 8, 3e-3, 3, 20, 1_000_000, 32),
+    FULL: GPTConfig(12, 12, 768, 1024, 50257, 8, 6e-4, 5, 20, 8_000_000, 32),
+}
+
+
+def workload_options(optimization: Optimization) -> dict[str, Any]:
+    """The case's workload options over the defaults; an unknown option is an error."""
+    return merge_options(OPTIONS, optimization.options, optimization.name)
+
+
+class GPT(nn.Module):
+    def __init__(self, config: GPTConfig, trunk: TrunkConfig, vocab_rows: int) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab_rows, config.width)
+        self.position = nn.Embedding(config.context, config.width)
+        self.trunk = Trunk(trunk)
+        self.head = nn.Linear(config.width, vocab_rows, bias=False)
+        self.head.weight = self.embed.weight  # tied, as in GPT-2
+        init_weights(self, config.layers)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(tokens.size(1), device=tokens.device)
+        return self.head(self.trunk(self.embed(tokens) + self.position(positions)))  # type: ignore[no-any-return]
+
+
+def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+    inputs, targets = batch
+    logits = model(inputs)
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+class NextTokens(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+    """Item k: training window ``k % n`` as (tokens, the same shifted by one)."""
+
+    def __init__(self, windows: torch.Tensor) -> None:
+        self.windows = windows
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __getitem__(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        window = self.windows[k % len(self.windows)]
+        return window[:-1], window[1:]
+
+
+class GPT2:
+    """GPT-2 next-token prediction; metric: validation loss (nats per token) on held-out windows."""
+
+    name = "gpt2"
+    metric = Metric("val_loss", higher_is_better=False, default_tolerance=0.15, min_gain=0.15)
+
+    def iterations(self, size: str) -> tuple[int, int]:
+        config = CONFIGS[size]
+        return config.warmup, config.iters
+
+    def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
+        config = CONFIGS[size]
+        options = workload_options(optimization)
+        trunk = TrunkConfig(
+            config.layers,
+            config.heads,
+            config.width,
+            config.context,
+            causal=True,
+            attention=options["attention"],
+            checkpointing=options["checkpointing"],
+        )
+        model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]))
+        model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))
+        ids = text.token_ids(config.corpus_chars, config.vocab_size)
+        train, held_out = text.split_windows(ids, config.context + 1)
+        batch_size = config.batch_size * options["batch_scale"]
+        loader = endless_loader(NextTokens(train), batch_size, optimization, device)
+        evaluation = held_out[: config.eval_windows].to(device)
+
+        def evaluate(trained: nn.Module) -> float:
+            losses = [
+                next_token_loss(trained, (chunk[:, :-1], chunk[:, 1:])) for chunk in evaluation.split(config.batch_size)
+            ]
+            return torch.stack(losses).float().mean().item()
+
+        tokens = batch_size * config.context
+        per_token = transformer_flops_per_token(
+            costed_parameters(model, config.vocab_size), config.layers, config.width, config.context
+        )
+        return Training(
+            model=model,
+            optimizer=adamw(model, config.lr, options["optimizer"]),
+            batches=loader,
+            loss=next_token_loss,
+            evaluate=evaluate,
+            samples_per_iteration=tokens,
+            flops_per_iteration=per_token * tokens,
+            sample_unit="tokens",
+        )

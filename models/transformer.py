@@ -1,0 +1,164 @@
+"""The transformer trunk shared by the GPT-2 and BERT workloads: pre-norm blocks in plain PyTorch.
+
+Attention comes in the flavours the optimization cases compare: ``naive`` (explicit scores, softmax
+and weighted sum, as a first implementation writes it), ``sdpa`` (``scaled_dot_product_attention``,
+backend chosen by PyTorch), and ``flash`` or ``cudnn`` (that fused kernel and no other).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.checkpoint import checkpoint
+
+ATTENTION = ("naive", "sdpa", "flash", "cudnn")
+FORCED_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+
+
+@dataclass(frozen=True)
+class TrunkConfig:
+    layers: int
+    heads: int
+    width: int
+    context: int  # longest sequence
+    causal: bool  # GPT: each position sees only the past; BERT: the whole sequence
+    attention: str = "naive"  # one of ATTENTION
+    checkpointing: bool = False  # recompute each block's activations in the backward pass
+
+    def __post_init__(self) -> None:
+        if self.attention not in ATTENTION:
+            raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
+        if self.width % self.heads:
+            raise ValueError(f"width {self.width} is not a multiple of heads {self.heads}")
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, config: TrunkConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.qkv = nn.Linear(config.width, 3 * config.width)
+        self.out = nn.Linear(config.width, config.width)
+        if config.causal:
+            self.mask: torch.Tensor
+            self.register_buffer("mask", torch.ones(config.context, config.context, dtype=torch.bool).tril(), False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, width = x.shape
+        heads = self.config.heads
+        q, k, v = (t.view(batch, length, heads, width // heads).transpose(1, 2) for t in self.qkv(x).chunk(3, -1))
+        y = self._attend(q, k, v)
+        return self.out(y.transpose(1, 2).reshape(batch, length, width))  # type: ignore[no-any-return]
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        causal = self.config.causal
+        if self.config.attention == "naive":
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+            if causal:
+                length = q.size(-2)
+                scores = scores.masked_fill(~self.mask[:length, :length], float("-inf"))
+            return scores.softmax(dim=-1) @ v
+        backend = FORCED_BACKENDS.get(self.config.attention)
+        if backend is None:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+class MLP(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.up = nn.Linear(width, 4 * width)
+        self.down = nn.Linear(4 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x), approximate="tanh"))  # type: ignore[no-any-return]
+
+
+class Block(nn.Module):
+    def __init__(self, config: TrunkConfig) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(config.width)
+        self.attention = SelfAttention(config)
+        self.norm2 = nn.LayerNorm(config.width)
+        self.mlp = MLP(config.width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attention(self.norm1(x))
+        return x + self.mlp(self.norm2(x))  # type: ignore[no-any-return]
+
+
+class Trunk(nn.Module):
+    """The stack of blocks and the final LayerNorm."""
+
+    def __init__(self, config: TrunkConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
+        self.norm = nn.LayerNorm(config.width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            recompute = self.config.checkpointing and self.training
+            x = checkpoint(block, x, use_reentrant=False) if recompute else block(x)
+        return self.norm(x)  # type: ignore[no-any-return]
+
+
+def init_weights(model: nn.Module, layers: int) -> None:
+    """GPT-2's initialisation: normal(0, 0.02), output projections scaled down by sqrt(2 * layers)."""
+    for name, parameter in model.named_parameters():
+        if parameter.dim() < 2:
+            if name.endswith("bias"):
+                nn.init.zeros_(parameter)
+            continue
+        std = 0.02 / math.sqrt(2 * layers) if name.endswith(("out.weight", "down.weight")) else 0.02
+        nn.init.normal_(parameter, mean=0.0, std=std)
+
+
+def attention_flops_per_token(layers: int, width: int, context: int) -> float:
+    """Forward and backward FLOPs of the attention scores and weighted sums, per token (PaLM's 12 L d T)."""
+    return 12.0 * layers * width * context
+
+
+def transformer_flops_per_token(parameters: int, layers: int, width: int, context: int) -> float:
+    """Model FLOPs per trained token: 6 per weight (forward and backward matmuls) plus attention."""
+    return 6.0 * parameters + attention_flops_per_token(layers, width, context)
+
+
+def adamw(model: nn.Module, lr: float, implementation: str) -> torch.optim.AdamW:
+    """AdamW with the chosen implementation: ``for_loop`` (one parameter at a time), ``foreach``
+    (multi-tensor kernels) or ``fused`` (one fused kernel)."""
+    flags = {
+        "for_loop": {"foreach": False, "fused": False},
+        "foreach": {"foreach": True, "fused": False},
+        "fused": {"foreach": False, "fused": True},
+    }
+    if implementation not in flags:
+        raise ValueError(f"optimizer must be one of {tuple(flags)}, got {implementation!r}")
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1, **flags[implementation])
+
+
+def merge_options(defaults: Mapping[str, Any], given: Mapping[str, Any], case: str) -> dict[str, Any]:
+    unknown = set(given) - set(defaults)
+    if unknown:
+        raise ValueError(f"{case}: unknown workload options {sorted(unknown)}; known: {sorted(defaults)}")
+    return {**defaults, **given}
+
+
+def padded(size: int, multiple: int) -> int:
+    return math.ceil(size / multiple) * multiple
+
+
+def costed_parameters(model: nn.Module, vocab_size: int) -> int:
+    """Weights that cost FLOPs per token: all but the position table and the vocabulary padding.
+    ``model`` has ``embed`` (token) and ``position`` embeddings."""
+    embed, position = model.embed, model.position
+    assert isinstance(embed, nn.Embedding) and isinstance(position, nn.Embedding)
+    total = sum(p.numel() for p in model.parameters())
+    return total - position.weight.numel() - (embed.num_embeddings - vocab_size) * embed.embedding_dim

@@ -1,0 +1,85 @@
+"""The GPT-2 124M ladder: each step keeps the previous ones and adds one optimization; branches
+(fp16, foreach AdamW, the memory savers) start from the step they vary.
+
+Speedups are tokens per second over the reference case of the same run; they are declared for CUDA
+only, where the full size runs. Memory cases are gated on peak memory and declared slower.
+"""
+
+from __future__ import annotations
+
+import pytest
+from trainperf import REFERENCE, Optimization
+from trainperf.fixture import TrainPerf
+
+from models.gpt2 import GPT2
+
+ON_CUDA = "CUDA-only kernels"
+
+reference = Optimization(REFERENCE, sync_every_step=True)  # fp32, naive attention, for-loop AdamW, loss read each step
+tf32 = reference.but("tf32", tf32=True, min_speedup={"cuda": 1.8})
+amp_bf16 = tf32.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 2.0})
+amp_fp16_gradscaler = tf32.but(
+    "amp_fp16_gradscaler",
+    amp_dtype="float16",
+    grad_scaler=True,
+    needs_cuda="float16 autocast with GradScaler is the CUDA recipe",
+    min_speedup={"cuda": 2.0},
+)
+sdpa_flash = amp_bf16.but(
+    "sdpa_flash",
+    options={"attention": "flash"},
+    needs_cuda="the flash attention kernel exists on CUDA only",
+    min_speedup={"cuda": 4.0},
+)
+fused_adamw = amp_bf16.but(
+    "fused_adamw", options={"attention": "sdpa", "optimizer": "fused"}, min_speedup={"cuda": 4.5}
+)
+foreach_adamw = amp_bf16.but(
+    "foreach_adamw", options={"attention": "sdpa", "optimizer": "foreach"}, min_speedup={"cuda": 4.0}
+)
+vocab_pad_64 = fused_adamw.but(
+    "vocab_pad_64", options={**fused_adamw.options, "vocab_multiple": 64}, min_speedup={"cuda": 4.5}
+)
+no_host_sync = vocab_pad_64.but("no_host_sync", sync_every_step=False, min_speedup={"cuda": 4.5})
+batch_x2 = no_host_sync.but("batch_x2", options={**no_host_sync.options, "batch_scale": 2}, min_speedup={"cuda": 5.0})
+compiled = batch_x2.but("compile", compile=True, min_speedup={"cuda": 8.0})
+cuda_graphs = compiled.but(
+    "cuda_graphs",
+    compile_mode="reduce-overhead",
+    needs_cuda="CUDA graphs are recorded on CUDA only",
+    min_speedup={"cuda": 8.0},
+)
+# Memory savers: the reference's knobs plus one saver; allowed to be slower, gated on peak memory.
+activation_checkpointing = reference.but(
+    "activation_checkpointing",
+    options={"checkpointing": True},
+    max_memory_ratio={"cuda": 0.6},
+    min_speedup={"cuda": 0.5},
+)
+grad_accumulation = reference.but(
+    "grad_accumulation", accumulation_steps=4, max_memory_ratio={"cuda": 0.6}, min_speedup={"cuda": 0.5}
+)
+stack = compiled.but("stack", options={**compiled.options, "batch_scale": 2}, min_speedup={"cuda": 12.0})
+
+LADDER = [
+    reference,
+    tf32,
+    amp_bf16,
+    amp_fp16_gradscaler,
+    sdpa_flash,
+    fused_adamw,
+    foreach_adamw,
+    vocab_pad_64,
+    no_host_sync,
+    batch_x2,
+    compiled,
+    cuda_graphs,
+    activation_checkpointing,
+    grad_accumulation,
+    stack,
+]
+
+
+@pytest.mark.parametrize("optimization", LADDER, ids=lambda o: o.name)
+def test_gpt2(trainperf: TrainPerf, optimization: Optimization) -> None:
+    trainperf.run(GPT2(), optimization)
