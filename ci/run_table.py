@@ -20,11 +20,13 @@ def table(path: str) -> pd.DataFrame:
                 "median ms/iter": round(info["summary_ms"]["median"], 3),
                 "IQR ms": round(info["summary_ms"]["iqr"], 3),
                 "speedup vs reference": round(info["speedup"], 2),
-                "samples/s": round(info["samples_per_second"]),
+                f"{info.get('sample_unit', 'samples')}/s": round(info["samples_per_second"]),
+                "MFU": "" if info.get("mfu") is None else f"{info['mfu']:.1%}",
                 info["metric"]["name"]: round(info["metric"]["value"], 4),
                 "reader_cost share": f"{info['reader_share']:.1%}",
                 "peak MiB": None if info["peak_memory_bytes"] is None else round(info["peak_memory_bytes"] / 2**20),
                 "warm-up s": round(info["warmup_s"], 1),
+                "1st iter s": round(info.get("first_step_s", 0.0), 1),
                 "verdict": info["verdict"],
             }
         )

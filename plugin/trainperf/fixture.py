@@ -24,12 +24,19 @@ class TrainPerf:
     marker_warmup: int | None
     record_property: Callable[[str, object], None]
 
-    def run(self, workload: Workload, optimization: Optimization) -> CaseResult:
-        """Train the case, gate it, record it; fails the test naming the case, figures and thresholds."""
+    def run(self, workload: Workload, optimization: Optimization) -> CaseResult | None:
+        """Train the case, gate it, record it; fails the test naming the case, figures and thresholds.
+        In the child process of ``--profile``, trains one marked iteration instead and returns None."""
         warmup, iters = self._iterations(workload)
         device = self.session.device
         if optimization.needs_cuda and device.type != "cuda":
             pytest.skip(f"{case_key(workload.name, optimization.name)} runs on CUDA only: {optimization.needs_cuda}")
+        child = self.session.child
+        if child is not None:
+            from trainperf.profile.replay import run_marked_iteration
+
+            run_marked_iteration(workload, optimization, device, self.session.size, warmup, child.out_dir, child.torch)
+            return None
         measurement = run_case(workload, optimization, device, self.session.size, warmup, iters)
         reference = self._reference(workload, optimization, measurement, warmup, iters)
         result = self._judge(workload, optimization, measurement, reference)

@@ -36,6 +36,17 @@ def nvtx_backend() -> str:
     return "nvtx"
 
 
+def recorded(marker: PhaseMarker) -> PhaseMarker:
+    """``marker`` plus a ``torch.profiler.record_function`` range, which torch.profiler's trace shows."""
+
+    @contextlib.contextmanager
+    def both(name: str) -> Iterator[None]:
+        with marker(name), torch.profiler.record_function(name):
+            yield
+
+    return both
+
+
 def phase_marker(device: torch.device) -> PhaseMarker:
     """A context-manager factory that marks a phase as an NVTX range on CUDA devices."""
     if device.type != "cuda":

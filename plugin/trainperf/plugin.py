@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from trainperf.baselines import BaselineError
+from trainperf.profile.child import ChildRun
 from trainperf.settings import OPTIONS, Resolved, SettingError, build_settings, resolve
 
 SESSION_KEY = pytest.StashKey["Any"]()
@@ -27,6 +30,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             group.addoption(spec.flag, **kwargs)
         parser.addini(spec.ini, spec.help + f" (env {spec.env})", default="")
+    # set by --profile on the child process it starts; not for users
+    group.addoption("--trainperf-child", dest="trainperf_child", default=None, help=argparse.SUPPRESS)
+    group.addoption(
+        "--trainperf-child-torch", dest="trainperf_child_torch", action="store_true", help=argparse.SUPPRESS
+    )
 
 
 def _add_profile_option(group: Any, kwargs: dict[str, Any]) -> None:
@@ -52,14 +60,17 @@ def pytest_configure(config: pytest.Config) -> None:
         }
     except SettingError as error:
         raise pytest.UsageError(str(error)) from None
-    config.stash[SESSION_KEY] = _LazySession(build_settings(values, config.rootpath))
+    child = config.getoption("trainperf_child")
+    child_run = None if child is None else ChildRun(Path(child), bool(config.getoption("trainperf_child_torch")))
+    config.stash[SESSION_KEY] = _LazySession(build_settings(values, config.rootpath), child_run)
 
 
 class _LazySession:
     """Creates the PerfSession (which imports torch) only when a trainperf case is collected."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Any, child: ChildRun | None) -> None:
         self.settings = settings
+        self.child = child
         self.session: Any = None
 
     def get(self) -> Any:
@@ -71,13 +82,9 @@ class _LazySession:
                 chosen = devices.choose_device(self.settings.device)
             except RuntimeError as error:
                 raise pytest.UsageError(str(error)) from None
-            self.session = PerfSession(self.settings, chosen, devices.fingerprint(chosen))
+            self.session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child)
             if _profile_flag["twin_only"]:
                 self.session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
-            if self.settings.profile != "off":
-                from trainperf.profile import NOT_YET
-
-                self.session.note(NOT_YET.format(tool=self.settings.profile))
         return self.session
 
 

@@ -36,7 +36,7 @@ class Measurement:
     losses: list[float]  # training loss of every iteration, warm-up included
     metric: float  # held-out metric after training
     initial_metric: float  # held-out metric of the untrained model
-    peak_memory_bytes: int | None
+    peak_memory_bytes: int | None  # warm-up included: CUDA graph pools are allocated there
     warmup_s: float  # warm-up wall time, compile and autotune included
     first_step_s: float  # wall time of the first warm-up iteration: compilation shows here
     samples_per_iteration: int
@@ -62,31 +62,47 @@ def run_case(
         return _run(workload, optimization, device, size, warmup, iters)
 
 
+@dataclass
+class Prepared:
+    """A case built and ready to step: ``step(fetch()[0])`` trains one iteration."""
+
+    training: Training
+    model: torch.nn.Module
+    fetch: Callable[[], tuple[Batch, float]]
+    step: Callable[[Batch], torch.Tensor]
+
+
+def prepare(
+    workload: Workload, optimization: Optimization, device: torch.device, size: str, mark: PhaseMarker
+) -> Prepared:
+    """Build the case and apply its optimization (call inside ``float32_matmuls``)."""
+    training = workload.build(device, size, optimization)
+    model = _prepare_model(training.model, device, optimization)
+    fetch = _fetcher(iter(training.batches), device, optimization, mark)
+    return Prepared(training, model, fetch, _stepper(training, model, device, optimization, mark))
+
+
 def _run(
     workload: Workload, optimization: Optimization, device: torch.device, size: str, warmup: int, iters: int
 ) -> Measurement:
-    training = workload.build(device, size, optimization)
-    model = _prepare_model(training.model, device, optimization)
-    batches = iter(training.batches)
-    mark = phase_marker(device)
-    fetch = _fetcher(batches, device, optimization, mark)
+    case = prepare(workload, optimization, device, size, phase_marker(device))
+    training, model, fetch, step = case.training, case.model, case.fetch, case.step
     flops = training.flops_per_iteration
     if flops is None:
         flops = count_flops(model, training.loss, fetch()[0])
     initial_metric = _evaluate(training, model, device, optimization)
-    step = _stepper(training, model, device, optimization, mark)
     losses: list[torch.Tensor] = []
     try:
-        warmup_s, first_step_s = _warm_up(step, fetch, losses, warmup, device)
-        clocks_before = devices.clock_state(device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
+        warmup_s, first_step_s = _warm_up(step, fetch, losses, warmup, device)
+        clocks_before = devices.clock_state(device)
         samples_ms, reader_ms = _timed(step, fetch, losses, iters, device)
         peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
         clocks_after = devices.clock_state(device)
         metric = _evaluate(training, model, device, optimization)
     finally:
-        del batches
+        del case, fetch
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()

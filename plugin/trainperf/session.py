@@ -17,6 +17,7 @@ import torch
 
 from trainperf import baselines, gate, stats
 from trainperf import device as devices
+from trainperf.profile.child import ChildRun
 from trainperf.runner import Measurement
 from trainperf.settings import Settings
 from trainperf.workload import FULL, TINY
@@ -82,6 +83,7 @@ class PerfSession:
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     changes: list[baselines.Change] = field(default_factory=list)
+    child: ChildRun | None = None  # set in the child process that --profile starts
 
     @property
     def baseline_file(self) -> Path:

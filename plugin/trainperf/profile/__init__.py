@@ -1,3 +1,1 @@
-"""Profiler backends (torch, nsys, ncu): not yet available in this version."""
-
-NOT_YET = "--profile={tool}: profiling is not yet available in this version of trainperf; cases ran unprofiled"
+"""Profiling: re-run a case in a child process under torch.profiler, nsys or ncu; Top-5 kernels and roofline."""

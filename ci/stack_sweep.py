@@ -1,0 +1,57 @@
+"""Measure candidate GPT-2 'stack' combinations on this GPU, one line each, to choose the suite's stack.
+
+    python ci/stack_sweep.py [--iters 20] [--warmup 5]
+
+Each candidate is the suite's ``compile`` case with other batch sizes, attention kernels or compile
+modes; a candidate that fails prints its error and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import traceback
+
+import torch
+from trainperf import stats
+from trainperf.device import peak_tflops
+from trainperf.runner import run_case
+from trainperf.workload import FULL
+
+from models.gpt2 import GPT2
+from perf_tests.test_gpt2 import compiled
+
+CANDIDATES = {
+    "b16_sdpa": {"batch_scale": 2},
+    "b16_cudnn": {"batch_scale": 2, "attention": "cudnn"},
+    "b32_cudnn": {"batch_scale": 4, "attention": "cudnn"},
+    "b16_flash": {"batch_scale": 2, "attention": "flash"},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    peak = (peak_tflops(torch.cuda.get_device_name()) or float("nan")) * 1e12
+    for name, options in CANDIDATES.items():
+        case = compiled.but(name, options={**compiled.options, **options})
+        try:
+            m = run_case(GPT2(), case, device, FULL, args.warmup, args.iters)
+        except Exception:
+            print(f"{name}: failed\n{traceback.format_exc(limit=3)}", flush=True)
+            continue
+        median = stats.summarize(m.samples_ms).median
+        tokens_per_s = m.samples_per_iteration / (median / 1000)
+        mfu = (m.flops_per_iteration or 0.0) / (median / 1000) / peak
+        print(
+            f"{name}: {median:.2f} ms/iter, {tokens_per_s:,.0f} tokens/s, MFU {mfu:.1%}, "
+            f"peak {(m.peak_memory_bytes or 0) / 2**30:.1f} GiB, first iteration {m.first_step_s:.0f} s, "
+            f"val_loss {m.metric:.3f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

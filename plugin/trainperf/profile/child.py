@@ -1,0 +1,12 @@
+"""What the parent tells the child process of ``--profile`` (pure: no torch, no pytest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    out_dir: Path  # where the child writes what it measured
+    torch: bool  # run the marked iteration under torch.profiler and write its trace
