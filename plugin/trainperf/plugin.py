@@ -85,6 +85,10 @@ class _LazySession:
             self.session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child)
             if _profile_flag["twin_only"]:
                 self.session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
+            if self.settings.profile != "off" and self.child is None:
+                from trainperf.profile import NOT_YET
+
+                self.session.note(NOT_YET.format(tool=self.settings.profile))
         return self.session
 
 
