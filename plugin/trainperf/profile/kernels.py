@@ -1,0 +1,191 @@
+"""Kernel launches of the marked iteration, from an nsys SQLite export or a torch.profiler trace, and
+the tables built from them: per-kernel totals, the Top-5, the phase each ran in, a bottleneck verdict.
+
+Pure: pandas, sqlite3 and json only. A kernel's phase is the phase range (data, forward, backward,
+optimizer) that contains the host call that launched it, on any thread (autograd launches the
+backward kernels from its own threads).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+MARK = "trainperf_iteration"
+PHASES = ("data", "forward", "backward", "optimizer")
+TOP = 5
+
+
+class ProfileFormatError(ValueError):
+    """A profiler output that cannot be read; the message names the file and what is missing."""
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Kernel launches (name, short, start, end, launch in ns) and host ranges (name, start, end)."""
+
+    launches: pd.DataFrame
+    ranges: pd.DataFrame
+    source: str
+
+    @property
+    def iteration(self) -> tuple[float, float]:
+        """(start, end) of the marked iteration's range, ns."""
+        marked = self.ranges[self.ranges["name"] == MARK]
+        if marked.empty:
+            raise ProfileFormatError(f"{self.source}: no '{MARK}' range: was the iteration marked?")
+        return float(marked["start"].min()), float(marked["end"].max())
+
+
+def short_name(full: str) -> str:
+    """``void ns::kernel_name<...>(...)`` -> ``kernel_name``; names without templates stay as they are."""
+    head = re.sub(r"\(.*$", "", full.strip().replace("(anonymous namespace)", "anonymous"))
+    depth, kept = 0, []
+    for char in head:
+        depth += char == "<"
+        if depth == 0:
+            kept.append(char)
+        depth -= char == ">"
+    base = "".join(kept).split()[-1] if "".join(kept).split() else head
+    return base.split("::")[-1] or full
+
+
+def read_nsys_sqlite(path: Path) -> Capture:
+    """Launches and NVTX ranges from ``nsys export --type sqlite``."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            launches = pd.read_sql_query(
+                "SELECT k.start, k.end, n.value AS name, s.value AS short, m.value AS mangled, r.start AS launch "
+                "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                "JOIN StringIds n ON n.id = k.demangledName JOIN StringIds s ON s.id = k.shortName "
+                "LEFT JOIN StringIds m ON m.id = k.mangledName "
+                "LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId",
+                db,
+            )
+            ranges = pd.read_sql_query(
+                "SELECT COALESCE(e.text, t.value) AS name, e.start, e.end FROM NVTX_EVENTS e "
+                "LEFT JOIN StringIds t ON t.id = e.textId WHERE e.end IS NOT NULL",
+                db,
+            )
+    except (sqlite3.Error, pd.errors.DatabaseError) as error:
+        raise ProfileFormatError(f"{path}: not an nsys SQLite export with kernels and NVTX ranges ({error})") from None
+    return Capture(launches, ranges, str(path))
+
+
+def read_torch_trace(path: Path) -> Capture:
+    """Launches and ``record_function`` ranges from a torch.profiler chrome trace (``.json`` or ``.json.gz``)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            events = json.load(handle)["traceEvents"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ProfileFormatError(f"{path}: not a torch.profiler chrome trace ({error})") from None
+    runtime = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    rows = [
+        {
+            "start": e["ts"] * 1e3,
+            "end": (e["ts"] + e["dur"]) * 1e3,
+            "name": e["name"],
+            "short": short_name(e["name"]),
+            "mangled": None,
+            "launch": runtime.get(e.get("args", {}).get("correlation"), float("nan")) * 1e3,
+        }
+        for e in events
+        if e.get("cat") == "kernel"
+    ]
+    ranges = [
+        {"name": e["name"], "start": e["ts"] * 1e3, "end": (e["ts"] + e["dur"]) * 1e3}
+        for e in events
+        if e.get("cat") == "user_annotation"
+    ]
+    columns = ["start", "end", "name", "short", "mangled", "launch"]
+    return Capture(
+        pd.DataFrame(rows, columns=columns), pd.DataFrame(ranges, columns=["name", "start", "end"]), str(path)
+    )
+
+
+def iteration_launches(capture: Capture) -> pd.DataFrame:
+    """The launches of the marked iteration, each with its duration and phase."""
+    begin, end = capture.iteration
+    launches = capture.launches.copy()
+    when = launches["launch"].fillna(launches["start"])
+    launches = launches[(when >= begin) & (when <= end)].copy()
+    launches["duration"] = launches["end"] - launches["start"]
+    launches["phase"] = [_phase_of(t, capture.ranges) for t in launches["launch"].fillna(launches["start"])]
+    return launches
+
+
+def _phase_of(time: float, ranges: pd.DataFrame) -> str:
+    inside = ranges[ranges["name"].isin(PHASES) & (ranges["start"] <= time) & (ranges["end"] >= time)]
+    if inside.empty:
+        return "other"
+    return str(inside.sort_values("start").iloc[-1]["name"])
+
+
+def kernel_table(launches: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel: short and full name, calls, total GPU ns, share of the iteration's kernel time,
+    and the phase where most of its time went; sorted by total time."""
+    if launches.empty:
+        return pd.DataFrame(columns=["short", "name", "mangled", "calls", "total_ns", "share", "phase"])
+    by_phase = launches.groupby(["name", "phase"])["duration"].sum().reset_index()
+    main_phase = by_phase.sort_values("duration").groupby("name")["phase"].last()
+    table = launches.groupby("name").agg(
+        short=("short", "first"), mangled=("mangled", "first"), calls=("duration", "size"), total_ns=("duration", "sum")
+    )
+    table["share"] = table["total_ns"] / table["total_ns"].sum()
+    table["phase"] = main_phase
+    return table.reset_index().sort_values("total_ns", ascending=False, ignore_index=True)[
+        ["short", "name", "mangled", "calls", "total_ns", "share", "phase"]
+    ]
+
+
+def top_kernels(table: pd.DataFrame, count: int = TOP) -> pd.DataFrame:
+    return table.head(count).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    gpu_busy: float  # share of the iteration during which some kernel ran
+    kernels: int
+    median_kernel_us: float
+    data_wait: float | None  # reader_cost / batch_cost, from the timed run
+    verdict: str  # "GPU-bound", "CPU/launch-bound" or "I/O-bound"
+    reason: str
+
+
+def bottleneck(capture: Capture, launches: pd.DataFrame, data_wait: float | None = None) -> Bottleneck:
+    """GPU-busy share of the marked iteration; a large data wait is I/O-bound, a GPU idle between many
+    short kernels is CPU/launch-bound, else GPU-bound."""
+    begin, end = capture.iteration
+    busy = _union_ns(launches["start"].clip(begin, end), launches["end"].clip(begin, end))
+    share = busy / (end - begin) if end > begin else 0.0
+    median_us = float(launches["duration"].median() / 1e3) if len(launches) else 0.0
+    if data_wait is not None and data_wait > 0.25:
+        verdict, reason = "I/O-bound", f"the host waited for data {data_wait:.0%} of the iteration: more loader workers"
+    elif share < 0.7:
+        verdict = "CPU/launch-bound"
+        reason = f"GPU busy {share:.0%} of the iteration, median kernel {median_us:.1f} us: fewer, larger kernels"
+        reason += " (compile, CUDA graphs)"
+    else:
+        verdict, reason = "GPU-bound", f"GPU busy {share:.0%} of the iteration: speed up the top kernels"
+    return Bottleneck(share, len(launches), median_us, data_wait, verdict, reason)
+
+
+def _union_ns(starts: pd.Series, ends: pd.Series) -> float:
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(zip(starts, ends, strict=True)):
+        if end <= reach:
+            continue
+        total += end - max(start, reach)
+        reach = end
+    return total

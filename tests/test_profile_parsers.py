@@ -1,0 +1,125 @@
+"""Profile parsers, Top-5, roofline and verdicts on outputs captured on the H100 (tests/data/capture.sh)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from trainperf.profile import kernels
+from trainperf.profile.kernels import ProfileFormatError
+from trainperf.profile.ncu_raw import read_ncu_raw, unit_scale
+from trainperf.profile.roofline import roofline
+
+DATA = Path(__file__).parent / "data"
+
+
+def top5(capture: kernels.Capture):
+    return kernels.top_kernels(kernels.kernel_table(kernels.iteration_launches(capture)))
+
+
+def test_nsys_export_gives_the_top5_of_the_marked_iteration_with_phases() -> None:
+    capture = kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    launches = kernels.iteration_launches(capture)
+    assert len(launches) == 119
+    assert set(launches["phase"]) == {"forward", "backward", "optimizer"}
+    table = kernels.kernel_table(launches)
+    assert table["share"].sum() == pytest.approx(1.0)
+    assert table["total_ns"].is_monotonic_decreasing
+    top = kernels.top_kernels(table)
+    assert len(top) == 5
+    assert top.loc[0, "short"] == "batch_norm_backward_kernel"
+    assert top.loc[0, "phase"] == "backward" and top.loc[0, "calls"] == 4
+    assert top.loc[0, "mangled"].startswith("_Z")  # what ncu's --kernel-name-base mangled matches
+
+
+def test_nsys_and_torch_agree_on_the_top5_within_5_percent() -> None:
+    nsys = top5(kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")).set_index("name")
+    torch_top = top5(kernels.read_torch_trace(DATA / "digits_amp_bf16.trace.json.gz"))
+    assert [kernels.short_name(n) for n in torch_top["name"]] == [kernels.short_name(n) for n in nsys.index]
+    for nsys_ns, torch_ns in zip(nsys["total_ns"], torch_top["total_ns"], strict=True):
+        assert torch_ns == pytest.approx(nsys_ns, rel=0.05)
+
+
+def test_compiled_gpt2_stack_is_gpu_bound_and_led_by_gemms() -> None:
+    capture = kernels.read_torch_trace(DATA / "gpt2_stack.trace.json.gz")
+    launches = kernels.iteration_launches(capture)
+    top = kernels.top_kernels(kernels.kernel_table(launches))
+    assert top.loc[0, "short"].startswith("nvjet_sm90")  # cuBLAS's Hopper GEMMs
+    assert any("sdpa" in name and "bprop" in name for name in top["short"])  # attention backward
+    verdict = kernels.bottleneck(capture, launches)
+    assert verdict.verdict == "GPU-bound" and verdict.gpu_busy > 0.9
+
+
+def test_many_short_kernels_with_gaps_are_launch_bound_and_data_waits_are_io_bound() -> None:
+    capture = kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    launches = kernels.iteration_launches(capture)
+    assert kernels.bottleneck(capture, launches).verdict == "CPU/launch-bound"
+    assert kernels.bottleneck(capture, launches, data_wait=0.6).verdict == "I/O-bound"
+
+
+def test_bf16_gemm_is_compute_bound_with_exactly_2mnk_flops() -> None:
+    points = {p.kernel: p for p in roofline(read_ncu_raw(DATA / "truth.ncu.csv"))}
+    gemm = points["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"]
+    assert gemm.flops == 2 * 4096**3
+    assert gemm.precision == "bf16" and gemm.tensor_cores
+    assert gemm.bound == "compute" and 0.8 < gemm.roof_share <= 1.0
+    assert "near the ceiling" in gemm.reason
+
+
+def test_large_add_is_memory_bound_moving_what_it_must() -> None:
+    add = next(p for p in roofline(read_ncu_raw(DATA / "truth.ncu.csv")) if "add" in p.kernel)
+    must_move = 3 * 2**25 * 4  # read a and b, write a + b, float32
+    assert add.dram_bytes == pytest.approx(must_move, rel=0.05)
+    assert add.bound == "memory" and add.intensity < 1
+    assert add.reason.startswith("memory-bound at 0.17 FLOP/B")
+
+
+def test_digits_iteration_roofline_names_fp32_paths_and_latency() -> None:
+    points = roofline(read_ncu_raw(DATA / "digits_amp_bf16.ncu.csv"))
+    assert sum(p.launches for p in points) == 12
+    conv = next(p for p in points if p.kernel.startswith("sm90_xmma_fprop"))
+    assert conv.precision == "bf16" and conv.bound == "compute"
+    assert {p.bound for p in points} == {"compute", "memory", "latency"}
+    assert all(p.peak_bandwidth and 3.0e12 < p.peak_bandwidth < 3.6e12 for p in points)
+
+
+def test_units_and_short_names() -> None:
+    assert unit_scale("us") == 1e-6 and unit_scale("Tbyte/s") == 1e12 and unit_scale("Kbyte/cycle") == 1e3
+    assert unit_scale("Ghz") == 1e9 and unit_scale("%") == 1.0
+    assert kernels.short_name("void at::native::(anonymous namespace)::max_pool_backward_nchw<float>(int)") == (
+        "max_pool_backward_nchw"
+    )
+    assert kernels.short_name("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
+
+
+def test_malformed_outputs_give_errors_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ProfileFormatError, match="missing"):
+        read_ncu_raw("ID,Kernel Name\n,\n1,k\n")
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database")
+    with pytest.raises(ProfileFormatError, match=r"junk\.sqlite: not an nsys SQLite export"):
+        kernels.read_nsys_sqlite(junk)
+    sqlite3.connect(tmp_path / "empty.sqlite").close()
+    with pytest.raises(ProfileFormatError, match=r"empty\.sqlite"):
+        kernels.read_nsys_sqlite(tmp_path / "empty.sqlite")
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"no": "events"}')
+    with pytest.raises(ProfileFormatError, match=r"trace\.json: not a torch\.profiler chrome trace"):
+        kernels.read_torch_trace(trace)
+    trace.write_text('{"traceEvents": []}')
+    with pytest.raises(ProfileFormatError, match="no 'trainperf_iteration' range"):
+        kernels.iteration_launches(kernels.read_torch_trace(trace))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_ncu_parser_fuzz_raises_only_its_own_error(text: str) -> None:
+    try:
+        frame = read_ncu_raw(text)
+    except ProfileFormatError:
+        return
+    assert "gpu__time_duration.sum" in frame.columns
+    roofline(frame)
