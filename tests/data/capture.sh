@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # How the files in tests/data were captured on the H100 machine (run from the repository root there;
 # .devlibs carries libdw/libelf for the nsys importer). Output: $OUT/captures.tar.gz and logs.
+# Before committing, the rows holding the target process's environment and working directory were
+# deleted from the SQLite exports (StringIds, META_DATA_CAPTURE, TARGET_INFO_SYSTEM_ENV); kernels and NVTX
+# ranges are untouched.
 set -x
 NSYS=${TRAINPERF_NSYS:-/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys}
 NCU=${TRAINPERF_NCU:-/usr/local/cuda/bin/ncu}
