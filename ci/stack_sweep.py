@@ -43,8 +43,8 @@ def main() -> None:
             print(f"{name}: failed\n{traceback.format_exc(limit=3)}", flush=True)
             continue
         median = stats.summarize(m.samples_ms).median
-        tokens_per_s = m.samples_per_iteration / (median / 1000)
-        mfu = (m.flops_per_iteration or 0.0) / (median / 1000) / peak
+        tokens_per_s = m.per_second(m.samples_per_iteration, median)
+        mfu = m.per_second(m.flops_per_iteration or 0.0, median) / peak
         print(
             f"{name}: {median:.2f} ms/iter, {tokens_per_s:,.0f} tokens/s, MFU {mfu:.1%}, "
             f"peak {(m.peak_memory_bytes or 0) / 2**30:.1f} GiB, first iteration {m.first_step_s:.0f} s, "

@@ -10,7 +10,6 @@ Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -63,11 +62,6 @@ CONFIGS = {
 }
 
 
-def workload_options(optimization: Optimization) -> dict[str, Any]:
-    """The case's workload options over the defaults; an unknown option is an error."""
-    return merge_options(OPTIONS, optimization.options, optimization.name)
-
-
 class GPT(nn.Module):
     def __init__(self, config: GPTConfig, trunk: TrunkConfig, vocab_rows: int) -> None:
         super().__init__()
@@ -115,7 +109,7 @@ class GPT2:
 
     def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
         config = CONFIGS[size]
-        options = workload_options(optimization)
+        options = merge_options(OPTIONS, optimization.options, optimization.name)
         trunk = TrunkConfig(
             config.layers,
             config.heads,

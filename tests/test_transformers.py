@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from models import bert, gpt2, text
-from models.transformer import TrunkConfig, costed_parameters, padded
+from models.transformer import TrunkConfig, costed_parameters, merge_options, padded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,10 +53,8 @@ def test_gpt2_124m_has_gpt2s_size_and_flops() -> None:
 
 
 def test_unknown_workload_option_is_named() -> None:
-    from trainperf import Optimization
-
     with pytest.raises(ValueError, match=r"typo_case: unknown workload options \['atention'\]"):
-        gpt2.workload_options(Optimization("typo_case", options={"atention": "sdpa"}))
+        merge_options(gpt2.OPTIONS, {"atention": "sdpa"}, "typo_case")
 
 
 def test_accuracy_gate_catches_fp16_weights_without_loss_scaling(

@@ -82,7 +82,8 @@ class TrainPerf:
         stored = self.session.stored_samples(key)
         is_reference = optimization.name == REFERENCE
         reference_median = stats.summarize(reference.samples_ms).median
-        speedup = throughput(measurement, summary.median) / throughput(reference, reference_median)
+        rate = measurement.per_second(measurement.samples_per_iteration, summary.median)
+        speedup = rate / reference.per_second(reference.samples_per_iteration, reference_median)
         checks = [
             gate.accuracy_check(
                 key,
@@ -153,11 +154,6 @@ class TrainPerf:
         for name, value in properties.items():
             if value is not None:
                 self.record_property(name, value)
-
-
-def throughput(measurement: Measurement, median_ms: float) -> float:
-    """Samples per second at the median iteration time."""
-    return measurement.samples_per_iteration / (median_ms / 1000.0)
 
 
 def _first_set(*values: int | None) -> int:

@@ -46,6 +46,10 @@ class Measurement:
     clocks: dict[str, Any] = field(default_factory=dict)
     sample_unit: str = "samples"
 
+    def per_second(self, amount: float, median_ms: float) -> float:
+        """``amount`` done per iteration, per second at the median iteration time."""
+        return amount / (median_ms / 1000.0)
+
 
 def seed_everything(seed: int = SEED) -> None:
     random.seed(seed)
@@ -191,7 +195,9 @@ def _stepper(
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
         with mark("forward"), _autocast(device, optimization):
-            loss = loss_fn(model, batch) / parts
+            loss = loss_fn(model, batch)
+            if parts > 1:
+                loss = loss / parts
         with mark("backward"):
             (scaler.scale(loss) if scaler else loss).backward()
         return loss.detach().clone() if graphs else loss.detach()
@@ -229,9 +235,9 @@ def _warm_up(
     for i in range(warmup):
         losses.append(step(fetch()[0]))
         if i == 0:
-            _synchronize(device)
+            synchronize(device)
             first = time.perf_counter() - start
-    _synchronize(device)
+    synchronize(device)
     return time.perf_counter() - start, first
 
 
@@ -251,7 +257,7 @@ def _timed(
         reader_ms.append(waited * 1000.0)
         losses.append(step(batch))
     marks.record(iters)
-    _synchronize(device)
+    synchronize(device)
     return marks.intervals_ms(), reader_ms
 
 
@@ -281,7 +287,7 @@ def _marks(device: torch.device, count: int) -> _HostMarks | _CudaMarks:
     return _CudaMarks(count) if device.type == "cuda" else _HostMarks(count)
 
 
-def _synchronize(device: torch.device) -> None:
+def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 

@@ -51,13 +51,13 @@ class CaseResult:
 
     @property
     def samples_per_second(self) -> float:
-        return self.measurement.samples_per_iteration / (self.summary.median / 1000.0)
+        return self.measurement.per_second(self.measurement.samples_per_iteration, self.summary.median)
 
     @property
     def achieved_flops(self) -> float | None:
         """Model FLOP/s at the median iteration time."""
         flops = self.measurement.flops_per_iteration
-        return None if flops is None else flops / (self.summary.median / 1000.0)
+        return None if flops is None else self.measurement.per_second(flops, self.summary.median)
 
     @property
     def mfu(self) -> float | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+MARK = "trainperf_iteration"  # the NVTX / record_function range around the profiled iteration
+
 
 @dataclass(frozen=True)
 class ChildRun:

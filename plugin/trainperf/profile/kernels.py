@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-MARK = "trainperf_iteration"
+from trainperf.profile.child import MARK
+
 PHASES = ("data", "forward", "backward", "optimizer")
 TOP = 5
 
@@ -52,8 +53,8 @@ def short_name(full: str) -> str:
         if depth == 0:
             kept.append(char)
         depth -= char == ">"
-    base = "".join(kept).split()[-1] if "".join(kept).split() else head
-    return base.split("::")[-1] or full
+    words = "".join(kept).split()
+    return words[-1].split("::")[-1] if words else full
 
 
 def read_nsys_sqlite(path: Path) -> Capture:

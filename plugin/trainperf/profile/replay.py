@@ -15,10 +15,10 @@ import torch
 
 from trainperf.case import Optimization
 from trainperf.phases import phase_marker, recorded
-from trainperf.runner import float32_matmuls, prepare, seed_everything
+from trainperf.profile.child import MARK
+from trainperf.runner import float32_matmuls, prepare, seed_everything, synchronize
 from trainperf.workload import Workload
 
-MARK = "trainperf_iteration"
 TRACE = "trace.json"
 CHILD_INFO = "child.json"
 
@@ -40,13 +40,13 @@ def run_marked_iteration(
         case = prepare(workload, optimization, device, size, recorded(mark) if torch_profiler else mark)
         for _ in range(max(warmup, 2)):
             case.step(case.fetch()[0])
-        _synchronize(device)
+        synchronize(device)
         profiler = _torch_profiler(device) if torch_profiler else contextlib.nullcontext()
         with profiler as active:
             _cuda_profiler(device, start=True)
             with mark(MARK), torch.profiler.record_function(MARK):
                 case.step(case.fetch()[0])
-                _synchronize(device)
+                synchronize(device)
             _cuda_profiler(device, start=False)
         if active is not None:
             active.export_chrome_trace(str(out_dir / TRACE))
@@ -66,8 +66,3 @@ def _cuda_profiler(device: torch.device, start: bool) -> None:
         torch.cuda.profiler.start()
     elif device.type == "cuda":
         torch.cuda.profiler.stop()
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)

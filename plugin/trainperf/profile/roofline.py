@@ -8,6 +8,7 @@ the FFMA/DFMA issue rates for the pipes, DRAM bytes per cycle); no table of GPUs
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 
 import pandas as pd
@@ -131,7 +132,7 @@ def _point(kernel: str, launches: pd.DataFrame) -> RooflinePoint:
         kernel, len(launches), time_s, flops, dram, precision, precision in TENSOR_OPS, intensity, achieved,
         peak, bandwidth, attainable, share, bound, "",
     )  # fmt: skip
-    return RooflinePoint(**{**point.as_dict(), "reason": reason(point)})  # type: ignore[arg-type]
+    return dataclasses.replace(point, reason=reason(point))
 
 
 def _mean(values: pd.Series) -> float | None:
