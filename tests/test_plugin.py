@@ -130,10 +130,42 @@ def test_junit_properties_and_run_document(toy_suite) -> None:
     assert first["stats"]["median"] == pytest.approx(first["extra_info"]["summary_ms"]["median"] / 1000)
 
 
-def test_profile_is_announced_as_not_yet_available(toy_suite) -> None:
-    result = toy_suite().runpytest(*BASE, "--profile=ncu")
+def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_document(toy_suite) -> None:
+    pytester = toy_suite()
+    result = pytester.runpytest(*BASE, "--profile=torch", "--perf-report=out", "--junitxml=junit.xml")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["note: --profile=ncu: profiling is not yet available*"])
+    result.stdout.fnmatch_lines(
+        [
+            "toy/reference: Top-5 operators of one iteration (* ms), torch.profiler *, * s to profile",
+            "*#*operator*phase*calls*ms*share",
+            "*1*aten::*",
+            "toy/variant: Top-5 operators*",
+            f"note: profiles written under {pytester.path / 'out' / 'profiles'}",
+        ]
+    )
+    document = json.loads((pytester.path / "out" / "run.json").read_text())
+    profile = document["benchmarks"][0]["extra_info"]["profile"]
+    assert profile["error"] is None and profile["unit"] == "operator"
+    assert len(profile["top"]) == 5 and profile["bottleneck"] is None  # no GPU kernels on the CPU
+    assert {row["phase"] for row in profile["top"]} <= {"data", "forward", "backward", "optimizer", "other"}
+    assert sum(row["share"] for row in profile["top"]) <= 1.0
+    trace = pytester.path / "out" / "profiles" / "toy-reference" / "trace.json"
+    assert profile["files"] == [str(trace)] and json.loads(trace.read_text())["traceEvents"]
+    junit = (pytester.path / "junit.xml").read_text()
+    assert 'name="trainperf_top1_kernel" value="aten::' in junit
+    assert 'name="trainperf_profile_tool" value="torch.profiler' in junit
+
+
+def test_profiler_failure_is_one_note_and_never_a_verdict(toy_suite) -> None:
+    result = toy_suite().runpytest(*BASE, "--profile=nsys", "--perf-profile-timeout=0.01")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "toy/reference: no profile (torch: python* timed out after 0.01 s (log: *torch.log))",
+            "note: --profile=nsys profiles CUDA kernels; this run is on cpu: torch.profiler used instead",
+            "note: toy/reference: profile not attached: torch: python* timed out after 0.01 s*",
+        ]
+    )
 
 
 def test_no_trainperf_cases_leave_the_session_alone(pytester: pytest.Pytester) -> None:

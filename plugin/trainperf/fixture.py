@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from trainperf import gate, stats
 from trainperf.case import REFERENCE, Optimization, case_key
+from trainperf.profile.roofline import RooflinePoint
 from trainperf.runner import Measurement, run_case
 from trainperf.session import CaseResult, PerfSession
 from trainperf.workload import Workload
@@ -42,6 +44,8 @@ class TrainPerf:
         result = self._judge(workload, optimization, measurement, reference)
         self.session.record(result)
         self._attach(result)
+        if self.session.profiling is not None:
+            self._profile(result)
         failed = gate.failures(result.checks)
         if failed:
             pytest.fail("\n".join(check.message for check in failed), pytrace=False)
@@ -154,6 +158,35 @@ class TrainPerf:
         for name, value in properties.items():
             if value is not None:
                 self.record_property(name, value)
+
+    def _profile(self, result: CaseResult) -> None:
+        """Re-run this node under the profiler; attach what it found, or one note why it found nothing."""
+        from trainperf.profile.profiler import profile_case
+        from trainperf.report import profile_summary
+
+        session = self.session
+        assert session.profiling is not None
+        job = session.profiling.job(self.nodeid, result.key, result.reader_share)
+        case = profile_case(session.profiling.backend, job)
+        if case.profile is not None and case.profile.roofline:
+            case.files.append(_plot(case.profile.roofline, job.out_dir / "roofline.png", result.key, session))
+        if case.error is not None:
+            session.note(f"{result.key}: profile not attached: {case.error}")
+        result.profile = case
+        for name, value in profile_summary.properties(case).items():
+            if value is not None:
+                self.record_property(name, value)
+
+
+def _plot(points: list[RooflinePoint], path: Path, key: str, session: PerfSession) -> Path:
+    """The roofline PNG; a plotting failure is a note, the profile stays."""
+    from trainperf.report.roofline_plot import plot_roofline
+
+    try:
+        return plot_roofline(points, path, f"{key}: roofline of its Top-5 kernels ({session.fingerprint.name})")
+    except (OSError, ValueError) as error:
+        session.note(f"{key}: roofline plot not written: {error}")
+        return path
 
 
 def _first_set(*values: int | None) -> int:

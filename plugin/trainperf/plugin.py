@@ -62,15 +62,16 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     child = config.getoption("trainperf_child")
     child_run = None if child is None else ChildRun(Path(child), bool(config.getoption("trainperf_child_torch")))
-    config.stash[SESSION_KEY] = _LazySession(build_settings(values, config.rootpath), child_run)
+    config.stash[SESSION_KEY] = _LazySession(build_settings(values, config.rootpath), child_run, config)
 
 
 class _LazySession:
     """Creates the PerfSession (which imports torch) only when a trainperf case is collected."""
 
-    def __init__(self, settings: Any, child: ChildRun | None) -> None:
+    def __init__(self, settings: Any, child: ChildRun | None, config: pytest.Config) -> None:
         self.settings = settings
         self.child = child
+        self.config = config
         self.session: Any = None
 
     def get(self) -> Any:
@@ -86,10 +87,24 @@ class _LazySession:
             if _profile_flag["twin_only"]:
                 self.session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
             if self.settings.profile != "off" and self.child is None:
-                from trainperf.profile import NOT_YET
-
-                self.session.note(NOT_YET.format(tool=self.settings.profile))
+                self._set_up_profiling(chosen)
         return self.session
+
+    def _set_up_profiling(self, device: Any) -> None:
+        """The session's profiler backend, the profiles' folder and what the child's pytest needs."""
+        import torch
+
+        from trainperf.profile.profiler import ProfileSetup, choose_backend
+
+        session, settings, config = self.session, self.settings, self.config
+        backend = choose_backend(settings.profile, device.type, os.environ, torch.__version__, session.note)
+        report = config.rootpath / ".trainperf" if settings.report is None else Path(settings.report).resolve()
+        args = ["--rootdir", str(config.rootpath), f"--perf-device={device.type}"]
+        if config.inipath is not None:
+            args += ["-c", str(config.inipath)]
+        root = report / "profiles"
+        session.profiling = ProfileSetup(backend, root, config.rootpath, tuple(args), settings.profile_timeout)
+        session.note(f"profiles written under {root}")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -18,6 +18,7 @@ import torch
 from trainperf import baselines, gate, stats
 from trainperf import device as devices
 from trainperf.profile.child import ChildRun
+from trainperf.profile.profiler import CaseProfile, ProfileSetup
 from trainperf.runner import Measurement
 from trainperf.settings import Settings
 from trainperf.workload import FULL, TINY
@@ -39,6 +40,7 @@ class CaseResult:
     baseline_median_ms: float | None
     checks: list[gate.Check]
     peak_flops: float | None = None  # the device's dense bf16 peak, FLOP/s, for MFU
+    profile: CaseProfile | None = None  # with --profile
 
     @property
     def verdict(self) -> str:
@@ -84,6 +86,7 @@ class PerfSession:
     notes: list[str] = field(default_factory=list)
     changes: list[baselines.Change] = field(default_factory=list)
     child: ChildRun | None = None  # set in the child process that --profile starts
+    profiling: ProfileSetup | None = None  # with --profile, in the parent process
 
     @property
     def baseline_file(self) -> Path:

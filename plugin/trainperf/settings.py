@@ -107,6 +107,13 @@ OPTIONS: dict[str, OptionSpec] = {
             "off",
         ),
         OptionSpec(
+            "profile_timeout",
+            "--perf-profile-timeout",
+            "seconds each profiler run of a case may take before it is stopped and noted",
+            _positive_float,
+            900.0,
+        ),
+        OptionSpec(
             "update_baselines",
             "--update-baselines",
             "rewrite this device's baseline file with the cases of this run and print old -> new",
@@ -139,7 +146,11 @@ OPTIONS: dict[str, OptionSpec] = {
             "auto",
         ),
         OptionSpec(
-            "report", "--perf-report", "folder for the JSON run document (and later the HTML report)", _text, None
+            "report",
+            "--perf-report",
+            "folder for the JSON run document and the profiles of --profile (profiles default to .trainperf/)",
+            _text,
+            None,
         ),
         OptionSpec(
             "peak_tflops",
@@ -208,6 +219,7 @@ class Settings:
     strict: bool
     sources: Mapping[str, str]
     peak_tflops: float | None = None
+    profile_timeout: float = 900.0
 
 
 def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
@@ -224,5 +236,6 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         report=None if report is None else Path(report),
         strict=values["strict"].value,
         peak_tflops=values["peak_tflops"].value,
+        profile_timeout=values["profile_timeout"].value,
         sources={name: resolved.source for name, resolved in values.items()},
     )

@@ -14,6 +14,7 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -34,6 +35,7 @@ class Capture:
     launches: pd.DataFrame
     ranges: pd.DataFrame
     source: str
+    unit: str = "kernel"  # "operator" when a CPU run's trace has no kernels: its innermost operators
 
     @property
     def iteration(self) -> tuple[float, float]:
@@ -87,22 +89,16 @@ def read_torch_trace(path: Path) -> Capture:
             events = json.load(handle)["traceEvents"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ProfileFormatError(f"{path}: not a torch.profiler chrome trace ({error})") from None
-    runtime = {
+    launch_times = {
         e["args"]["correlation"]: e["ts"]
         for e in events
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
     }
+    kernel_events = [e for e in events if e.get("cat") == "kernel"]
+    unit = "kernel" if kernel_events else "operator"
     rows = [
-        {
-            "start": e["ts"] * 1e3,
-            "end": (e["ts"] + e["dur"]) * 1e3,
-            "name": e["name"],
-            "short": short_name(e["name"]),
-            "mangled": None,
-            "launch": runtime.get(e.get("args", {}).get("correlation"), float("nan")) * 1e3,
-        }
-        for e in events
-        if e.get("cat") == "kernel"
+        _torch_row(e, launch_times.get(e.get("args", {}).get("correlation"), float("nan")))
+        for e in kernel_events or _innermost_operators(events)
     ]
     ranges = [
         {"name": e["name"], "start": e["ts"] * 1e3, "end": (e["ts"] + e["dur"]) * 1e3}
@@ -111,8 +107,34 @@ def read_torch_trace(path: Path) -> Capture:
     ]
     columns = ["start", "end", "name", "short", "mangled", "launch"]
     return Capture(
-        pd.DataFrame(rows, columns=columns), pd.DataFrame(ranges, columns=["name", "start", "end"]), str(path)
+        pd.DataFrame(rows, columns=columns), pd.DataFrame(ranges, columns=["name", "start", "end"]), str(path), unit
     )
+
+
+def _torch_row(event: dict[str, Any], launch_us: float) -> dict[str, Any]:
+    start = event["ts"] * 1e3
+    return {
+        "start": start,
+        "end": (event["ts"] + event["dur"]) * 1e3,
+        "name": event["name"],
+        "short": event["name"] if event.get("cat") == "cpu_op" else short_name(event["name"]),
+        "mangled": None,
+        "launch": start if event.get("cat") == "cpu_op" else launch_us * 1e3,
+    }
+
+
+def _innermost_operators(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """CPU operators that contain no other operator of their thread (their time is their own)."""
+    operators = sorted(
+        (e for e in events if e.get("cat") == "cpu_op"), key=lambda e: (e.get("tid"), e["ts"], -e["dur"])
+    )
+    innermost = []
+    for index, here in enumerate(operators):
+        after = operators[index + 1] if index + 1 < len(operators) else None
+        nested = after is not None and after.get("tid") == here.get("tid") and after["ts"] < here["ts"] + here["dur"]
+        if not nested:
+            innermost.append(here)
+    return innermost
 
 
 def iteration_launches(capture: Capture) -> pd.DataFrame:

@@ -41,6 +41,12 @@ PIPE_PEAKS = {  # FMA instructions per cycle, whole chip; an FMA is 2 FLOPs
 DRAM_RATE = "dram__bytes.sum.per_second"
 DRAM_PEAK = "dram__bytes.sum.peak_sustained"
 DRAM_CLOCK = "dram__cycles_elapsed.avg.per_second"
+CACHE_LEVELS = {  # level -> (bytes per second, peak bytes per cycle, clock), as ncu's hierarchical roofline
+    "l2": ("derived__lts__lts2xbar_bytes.sum.per_second", "derived__lts__lts2xbar_bytes.sum.peak_sustained",
+           "lts__cycles_elapsed.avg.per_second"),
+    "l1": ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second",
+           "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained", "l1tex__cycles_elapsed.avg.per_second"),
+}  # fmt: skip
 LATENCY_SHARE = 0.3  # under this share of its roof a kernel is neither compute- nor memory-bound
 
 
@@ -61,6 +67,10 @@ class RooflinePoint:
     roof_share: float | None  # achieved over attainable (or DRAM bandwidth share without FLOPs)
     bound: str  # "compute", "memory" or "latency"
     reason: str
+    l2_bytes: float = 0.0  # L2 -> SM traffic, for the hierarchical view
+    l1_bytes: float = 0.0  # L1 -> registers traffic (loads, stores)
+    peak_l2_bandwidth: float | None = None
+    peak_l1_bandwidth: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -95,7 +105,7 @@ def launch_point(row: pd.Series) -> dict[str, object]:
     flops = flops_by_precision(row)
     precision = max(flops, key=lambda name: flops[name]) if any(flops.values()) else "none"
     bandwidth = _value(row, DRAM_PEAK) * _value(row, DRAM_CLOCK) or None
-    return {
+    point: dict[str, object] = {
         "kernel": row["Kernel Name"],
         "time_s": time_s,
         "flops": sum(flops.values()),
@@ -104,6 +114,10 @@ def launch_point(row: pd.Series) -> dict[str, object]:
         "peak_flops": _peak(row, precision) if precision != "none" else None,
         "peak_bandwidth": bandwidth,
     }
+    for level, (rate, peak, clock) in CACHE_LEVELS.items():
+        point[f"{level}_bytes"] = _value(row, rate) * time_s
+        point[f"peak_{level}_bandwidth"] = _value(row, peak) * _value(row, clock) or None
+    return point
 
 
 def roofline(raw: pd.DataFrame) -> list[RooflinePoint]:
@@ -131,6 +145,8 @@ def _point(kernel: str, launches: pd.DataFrame) -> RooflinePoint:
     point = RooflinePoint(
         kernel, len(launches), time_s, flops, dram, precision, precision in TENSOR_OPS, intensity, achieved,
         peak, bandwidth, attainable, share, bound, "",
+        l2_bytes=float(launches["l2_bytes"].sum()), l1_bytes=float(launches["l1_bytes"].sum()),
+        peak_l2_bandwidth=_mean(launches["peak_l2_bandwidth"]), peak_l1_bandwidth=_mean(launches["peak_l1_bandwidth"]),
     )  # fmt: skip
     return dataclasses.replace(point, reason=reason(point))
 

@@ -12,6 +12,7 @@ from typing import Any
 from pytest_benchmark.stats import Stats
 
 from trainperf import __version__, stats
+from trainperf.report import profile_summary
 from trainperf.session import CaseResult, PerfSession, git_commit
 
 RUN_FILE = "run.json"
@@ -52,6 +53,7 @@ def _benchmark(result: CaseResult) -> dict[str, Any]:
             "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in result.checks],
             "verdict": result.verdict,
             "reader_ms_median": stats.summarize(m.reader_ms).median,
+            "profile": None if result.profile is None else profile_summary.record(result.profile),
         },
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainperf import baselines
+from trainperf.report import profile_summary
 from trainperf.report.table import cases_table
 from trainperf.session import PerfSession
 
@@ -16,6 +17,10 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
     terminal.write_sep("=", f"trainperf: {session.fingerprint.name} ({session.size})")
     if session.results:
         terminal.write_line(cases_table(session.results).to_string(index=False))
+    for result in session.results:
+        if result.profile is not None:
+            for line in profile_summary.lines(result.key, result.profile):
+                terminal.write_line(line)
     if session.changes:
         terminal.write_line(f"baselines written to {session.baseline_file}:")
         for line in baselines.format_changes(session.changes):

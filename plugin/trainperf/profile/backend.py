@@ -1,0 +1,116 @@
+"""What every profiler backend shares: the job (one test node to re-run), the child process that
+re-runs it, and the profile it yields (Top-5 kernels, bottleneck verdict, roofline, raw files).
+
+Backends: ``torchprof`` (torch.profiler), ``nsys`` (Nsight Systems), ``ncu`` (Nsight Compute on the
+Top-5 of one of the other two). No torch or pytest here: the child is ``python -m pytest <nodeid>``,
+started without a shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import pandas as pd
+
+from trainperf.profile import kernels
+from trainperf.profile.roofline import RooflinePoint
+
+CHILD_INFO = "child.json"  # written by the child when it ran its marked iteration
+PERMISSION_HINT = (
+    "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or load the driver "
+    "with NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
+)
+
+
+class ProfileError(RuntimeError):
+    """A profiler run that yielded no profile; the message is the one-line note for the report."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One case to profile: the test node, where its child runs, where it writes, how long it may take."""
+
+    nodeid: str
+    rootdir: Path
+    out_dir: Path
+    timeout_s: float
+    data_wait: float | None = None  # reader_cost / batch_cost of the timed run
+    pytest_args: tuple[str, ...] = ()  # for the child's pytest: ini file, device
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a backend found in the marked iteration."""
+
+    tool: str  # backend and version, e.g. "nsys 2025.3.1.0"
+    top: pd.DataFrame  # the Top-5 kernel table (kernels.kernel_table columns, plus roofline columns with ncu)
+    bottleneck: kernels.Bottleneck | None  # None when the capture holds no GPU kernels (CPU run)
+    iteration_ms: float
+    roofline: list[RooflinePoint] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # raw reports kept
+    unit: str = "kernel"  # "kernel", or "operator" for a CPU run's torch.profiler operators
+
+
+class Backend(Protocol):
+    name: str
+
+    def profile(self, job: Job) -> Profile:
+        """Re-run the job's node under the tool; raises ProfileError with a one-line reason."""
+
+
+def child_argv(job: Job, torch_trace: bool = False) -> list[str]:
+    """``python -m pytest <nodeid>`` in child mode: warm up, then one marked iteration."""
+    argv = [sys.executable, "-m", "pytest", job.nodeid, "-q", "--no-header", "-p", "no:cacheprovider"]
+    argv += ["-p", "no:xdist", *job.pytest_args, "--trainperf-child", str(job.out_dir)]
+    return argv + (["--trainperf-child-torch"] if torch_trace else [])
+
+
+def run_logged(argv: Sequence[str], job: Job, log_name: str, output_name: str | None = None) -> None:
+    """Run ``argv`` from the rootdir, its output in ``out_dir/log_name`` (its standard output alone in
+    ``out_dir/output_name`` when given); ProfileError on failure, timeout or ncu's permission error."""
+    job.out_dir.mkdir(parents=True, exist_ok=True)
+    log = job.out_dir / log_name
+    tool = Path(argv[0]).name
+    with log.open("w", encoding="utf-8") as handle, contextlib.ExitStack() as stack:
+        stdout = stack.enter_context((job.out_dir / output_name).open("w")) if output_name else handle
+        try:
+            done = subprocess.run(
+                list(argv), cwd=job.rootdir, stdout=stdout, stderr=handle, timeout=job.timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise ProfileError(f"{tool} timed out after {job.timeout_s:g} s (log: {log})") from None
+        except OSError as error:
+            raise ProfileError(f"{tool} could not start: {error}") from None
+    text = log.read_text(encoding="utf-8", errors="replace")
+    if "ERR_NVGPUCTRPERM" in text:
+        raise ProfileError(PERMISSION_HINT)
+    if done.returncode != 0:
+        raise ProfileError(f"{tool} exited with status {done.returncode}: {last_line(text)} (log: {log})")
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else "no output"
+
+
+def require_child_ran(job: Job) -> None:
+    if not (job.out_dir / CHILD_INFO).is_file():
+        raise ProfileError(f"the child process ran no marked iteration of {job.nodeid} (log in {job.out_dir})")
+
+
+def from_capture(capture: kernels.Capture, tool: str, job: Job, files: list[Path]) -> Profile:
+    """The Top-5 and the bottleneck verdict of a capture's marked iteration."""
+    launches = kernels.iteration_launches(capture)
+    if launches.empty:
+        raise ProfileError(f"{tool}: no kernels in the marked iteration of {job.nodeid}")
+    begin, end = capture.iteration
+    on_gpu = capture.unit == "kernel"
+    verdict = kernels.bottleneck(capture, launches, job.data_wait) if on_gpu else None
+    top = kernels.top_kernels(kernels.kernel_table(launches))
+    return Profile(tool, top, verdict, (end - begin) / 1e6, files=files, unit=capture.unit)

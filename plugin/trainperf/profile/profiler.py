@@ -1,0 +1,87 @@
+"""``--profile``: the backend chosen once per session (missing tools become one-line notes and a
+fallback), then each case profiled after its timed run. A failure yields a note, never a verdict."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainperf.profile import tools
+from trainperf.profile.backend import Backend, Job, Profile, ProfileError
+from trainperf.profile.ncu import NcuProfiler
+from trainperf.profile.nsys import NsysProfiler
+from trainperf.profile.torchprof import TorchProfiler
+
+
+@dataclass
+class CaseProfile:
+    """A case's profile, or why it has none; ``seconds`` is what profiling the case cost."""
+
+    seconds: float
+    out_dir: Path
+    profile: Profile | None = None
+    error: str | None = None
+    files: list[Path] = field(default_factory=list)  # added by the report (e.g. the roofline plot)
+
+
+@dataclass(frozen=True)
+class ProfileSetup:
+    """The session's profiler: its backend and how it starts each case's child process."""
+
+    backend: Backend
+    root: Path  # each case's profile folder goes under it
+    rootdir: Path  # the child's pytest runs here
+    child_args: tuple[str, ...]  # what the child's pytest needs: rootdir, ini file, device
+    timeout_s: float
+
+    def job(self, nodeid: str, case_key: str, data_wait: float | None) -> Job:
+        return Job(nodeid, self.rootdir, case_folder(self.root, case_key), self.timeout_s, data_wait, self.child_args)
+
+
+def choose_backend(
+    requested: str, device_type: str, environ: Mapping[str, str], torch_version: str, note: Callable[[str], None]
+) -> Backend:
+    """The backend for ``--profile=requested``; on a CPU run, or without nsys, torch.profiler with a note."""
+    torch_backend = TorchProfiler(torch_version)
+    if requested == "torch":
+        return torch_backend
+    if device_type != "cuda":
+        note(f"--profile={requested} profiles CUDA kernels; this run is on {device_type}: torch.profiler used instead")
+        return torch_backend
+    timeline: Backend = torch_backend
+    try:
+        nsys = tools.find("nsys", environ)
+        note(f"profiler: {nsys.describe()}")
+        timeline = NsysProfiler(nsys)
+    except tools.ToolError as error:
+        note(f"{error}: torch.profiler finds the Top-5 instead")
+    if requested == "nsys":
+        return timeline
+    try:
+        ncu = tools.find("ncu", environ)
+    except tools.ToolError as error:
+        note(f"{error}: no roofline, Top-5 only")
+        return timeline
+    note(f"profiler: {ncu.describe()}")
+    return NcuProfiler(ncu, timeline)
+
+
+def case_folder(root: Path, case_key: str) -> Path:
+    """``gpt2/stack`` -> ``root/gpt2-stack``."""
+    return root / re.sub(r"[^A-Za-z0-9_.-]+", "-", case_key)
+
+
+def profile_case(backend: Backend, job: Job) -> CaseProfile:
+    """Run the backend on the job; its error becomes the case's profile note."""
+    started = time.perf_counter()
+    try:
+        found = backend.profile(job)
+    except ProfileError as error:
+        return CaseProfile(time.perf_counter() - started, job.out_dir, error=f"{backend.name}: {error}")
+    except Exception as error:  # a profiler's surprise must not fail the case: it becomes its note
+        message = f"{backend.name}: {type(error).__name__}: {error} (files in {job.out_dir})"
+        return CaseProfile(time.perf_counter() - started, job.out_dir, error=message)
+    return CaseProfile(time.perf_counter() - started, job.out_dir, profile=found)

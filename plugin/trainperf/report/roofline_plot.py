@@ -1,0 +1,73 @@
+"""A case's roofline as a PNG (log-log): compute roofs per precision, DRAM, L2 and L1 bandwidth roofs,
+and each profiled kernel at its DRAM intensity (filled), L2 and L1 intensities (hollow)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+from trainperf.profile.kernels import short_name
+from trainperf.profile.roofline import RooflinePoint
+
+MEMORY_ROOFS = (("DRAM", "peak_bandwidth", "dram_bytes", "o"), ("L2", "peak_l2_bandwidth", "l2_bytes", "s"),
+                ("L1", "peak_l1_bandwidth", "l1_bytes", "^"))  # fmt: skip
+
+
+def plot_roofline(points: Sequence[RooflinePoint], path: Path, title: str) -> Path:
+    """Write the chart of ``points`` to ``path``."""
+    figure = Figure(figsize=(8, 5.5))  # no pyplot: no global state, no display needed
+    axes = figure.subplots()
+    intensities = _axis(points)
+    peaks: dict[str, float] = {}
+    for p in points:
+        if p.peak_flops:
+            peaks[p.precision] = max(p.peak_flops, peaks.get(p.precision, 0.0))
+    for precision, peak in peaks.items():
+        axes.axhline(peak, linestyle="--", linewidth=1, color="gray")
+        axes.annotate(f"{precision} {peak / 1e12:.0f} TFLOP/s", (intensities[0], peak), va="bottom", fontsize=8)
+    top_peak = max(peaks.values(), default=None)
+    for level, roof, _, _ in MEMORY_ROOFS:
+        bandwidth = _mean([getattr(p, roof) for p in points])
+        if bandwidth and top_peak:
+            axes.plot(intensities, np.minimum(intensities * bandwidth, top_peak), linewidth=1,
+                      label=f"{level} {bandwidth / 1e12:.1f} TB/s")  # fmt: skip
+    colors = matplotlib.colormaps["tab10"]
+    for index, point in enumerate(p for p in points if p.flops and p.time_s):
+        achieved = point.flops / point.time_s
+        for level, _, traffic, marker in MEMORY_ROOFS:
+            moved = getattr(point, traffic)
+            if moved:
+                axes.scatter(point.flops / moved, achieved, marker=marker, color=colors(index % 10),
+                             facecolors=colors(index % 10) if level == "DRAM" else "none", zorder=3)  # fmt: skip
+        axes.annotate(
+            f"{short_name(point.kernel)[:32]} ({point.bound}, {_percent(point.roof_share)})",
+            (point.intensity, achieved), fontsize=7, xytext=(4, 4), textcoords="offset points",
+        )  # fmt: skip
+    axes.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="FLOP/s", title=title)
+    axes.legend(loc="lower right", fontsize=8, title="filled: DRAM, hollow: L2 (square), L1 (triangle)",
+                title_fontsize=7)  # fmt: skip
+    axes.grid(True, which="major", linewidth=0.3)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def _axis(points: Sequence[RooflinePoint]) -> np.ndarray:
+    """Intensities from a decade below the lowest point to a decade above the highest."""
+    found = [p.flops / moved for p in points for moved in (p.dram_bytes, p.l2_bytes, p.l1_bytes) if p.flops and moved]
+    low, high = (min(found), max(found)) if found else (1e-2, 1e3)
+    return np.logspace(np.floor(np.log10(low)) - 1, np.ceil(np.log10(high)) + 1, 200)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v]
+    return sum(known) / len(known) if known else None
+
+
+def _percent(share: float | None) -> str:
+    return "n/a" if share is None else f"{share:.0%} of roof"

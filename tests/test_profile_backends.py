@@ -1,0 +1,128 @@
+"""Profiler backends without a GPU: tool lookup, the commands they run, and joining ncu's roofline to the
+Top-5, on outputs captured on the H100 (tests/data)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from trainperf.profile import kernels, ncu, nsys, tools
+from trainperf.profile.backend import Job, ProfileError, child_argv, run_logged
+from trainperf.profile.ncu_raw import read_ncu_raw
+from trainperf.profile.profiler import case_folder, choose_backend
+from trainperf.profile.roofline import roofline
+
+DATA = Path(__file__).parent / "data"
+NODE = "perf_tests/test_gpt2.py::test_gpt2[stack] ; rm -rf $HOME"  # brackets, spaces, shell syntax
+
+
+def executable(path: Path, body: str) -> Path:
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def job(tmp_path: Path, timeout_s: float = 60.0) -> Job:
+    return Job(NODE, tmp_path, tmp_path / "out", timeout_s, 0.1, ("--perf-device=cuda",))
+
+
+def digits_top5() -> kernels.Capture:
+    capture = kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    return kernels.top_kernels(kernels.kernel_table(kernels.iteration_launches(capture)))
+
+
+def test_override_variable_wins_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    fake = executable(tmp_path / "my-nsys", f"cat {DATA / 'nsys.version'}")
+    found = tools.find("nsys", {"TRAINPERF_NSYS": str(fake), "PATH": ""})
+    assert found.path == fake and found.version == "2025.3.1.0"
+    with pytest.raises(tools.ToolError, match="TRAINPERF_NCU=/nowhere/ncu is not an executable file"):
+        tools.locate("ncu", {"TRAINPERF_NCU": "/nowhere/ncu"})
+
+
+def test_path_lookup_reads_ncu_version_from_its_real_banner(tmp_path: Path) -> None:
+    executable(tmp_path / "ncu", f"cat {DATA / 'ncu.version'}")
+    found = tools.find("ncu", {"PATH": str(tmp_path)})
+    assert found.path == tmp_path / "ncu" and found.version == "2025.3.1.0"
+
+
+def test_missing_tool_says_how_to_point_at_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools, "INSTALL_GLOBS", {"nsys": (), "ncu": ()})
+    with pytest.raises(tools.ToolError, match="nsys not found: set TRAINPERF_NSYS to its path or put it on PATH"):
+        tools.locate("nsys", {"PATH": ""})
+
+
+def test_backend_falls_back_with_notes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools, "INSTALL_GLOBS", {"nsys": (), "ncu": ()})
+    notes: list[str] = []
+    backend = choose_backend("ncu", "cuda", {"PATH": ""}, "2.11.0", notes.append)
+    assert backend.name == "torch"
+    assert notes == [
+        "nsys not found: set TRAINPERF_NSYS to its path or put it on PATH: torch.profiler finds the Top-5 instead",
+        "ncu not found: set TRAINPERF_NCU to its path or put it on PATH: no roofline, Top-5 only",
+    ]
+
+
+def test_child_is_this_python_running_pytest_on_the_node_without_a_shell(tmp_path: Path) -> None:
+    argv = child_argv(job(tmp_path), torch_trace=True)
+    assert argv[:4] == [sys.executable, "-m", "pytest", NODE]
+    assert argv[-3:] == ["--trainperf-child", str(tmp_path / "out"), "--trainperf-child-torch"]
+    assert "--perf-device=cuda" in argv
+
+
+def test_nsys_captures_only_the_marked_iteration_and_graph_kernels(tmp_path: Path) -> None:
+    tool = tools.Tool("nsys", Path("/x/nsys"), "2025.3.1.0")
+    argv = nsys.profile_argv(tool, job(tmp_path))
+    assert argv[:2] == ["/x/nsys", "profile"]
+    for flag in ("--capture-range=cudaProfilerApi", "--capture-range-end=stop", "--cuda-graph-trace=node"):
+        assert flag in argv
+    assert argv[argv.index(sys.executable) :][3] == NODE
+
+
+def test_ncu_profiles_only_the_top5_by_mangled_name_with_clocks_untouched(tmp_path: Path) -> None:
+    top = digits_top5()
+    argv = ncu.profile_argv(tools.Tool("ncu", Path("/x/ncu"), "2025.3.1.0"), job(tmp_path), top)
+    assert argv[argv.index("--clock-control") + 1] == "none"
+    assert argv[argv.index("--profile-from-start") + 1] == "off"
+    assert argv[argv.index("--kernel-name-base") + 1] == "mangled"
+    pattern = argv[argv.index("--kernel-name") + 1]
+    assert pattern == "regex:^(" + "|".join(top["mangled"]) + ")$"
+    assert argv[argv.index("--filter-mode") + 1] == "per-launch-config"
+    assert "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" in argv[argv.index("--metrics") + 1]
+
+
+def test_ncu_filters_by_function_name_when_the_top5_came_from_torch() -> None:
+    capture = kernels.read_torch_trace(DATA / "digits_amp_bf16.trace.json.gz")
+    top = kernels.top_kernels(kernels.kernel_table(kernels.iteration_launches(capture)))
+    assert ncu.name_base(top) == "function"
+    assert ncu.kernel_filter(top).startswith("regex:(^|::)(batch_norm_backward_kernel|")
+
+
+def test_roofline_joins_the_top5_by_kernel() -> None:
+    top = digits_top5()
+    points = roofline(read_ncu_raw(DATA / "digits_amp_bf16.ncu.csv"))  # captured with demangled names
+    table = ncu.with_roofline(top, points, "short")
+    assert list(table["short"]) == list(top["short"])
+    profiled = table.dropna(subset=["bound"])
+    assert len(profiled) >= 3
+    assert set(profiled["bound"]) <= {"compute", "memory", "latency"}
+    assert profiled["reason"].str.len().min() > 20
+
+
+def test_failed_tool_is_one_line_naming_its_log(tmp_path: Path) -> None:
+    failing = executable(tmp_path / "tool", "echo starting; echo 'fatal: no device' >&2; exit 3")
+    with pytest.raises(ProfileError, match=r"tool exited with status 3: fatal: no device \(log: .*tool\.log\)"):
+        run_logged([str(failing)], job(tmp_path), "tool.log")
+
+
+def test_ncu_permission_error_says_what_to_change(tmp_path: Path) -> None:
+    denied = executable(tmp_path / "ncu", "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission'")
+    with pytest.raises(ProfileError, match="NVreg_RestrictProfilingToAdminUsers=0"):
+        run_logged([str(denied)], job(tmp_path), "ncu.log")
+
+
+def test_case_folder_is_one_safe_name() -> None:
+    assert case_folder(Path("/r"), "gpt2/amp bf16") == Path("/r/gpt2-amp-bf16")
+    assert os.sep not in case_folder(Path("r"), "a/b/c").name
