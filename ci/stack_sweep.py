@@ -2,8 +2,8 @@
 
     python ci/stack_sweep.py [--iters 20] [--warmup 5]
 
-Each candidate is the suite's ``compile`` case with other batch sizes, attention kernels or compile
-modes; a candidate that fails prints its error and the sweep goes on.
+Each candidate is the suite's ``stack`` case (batch 32, compile, CUDA graphs) with another batch size,
+residual dtype or compile mode; a candidate that fails prints its error and the sweep goes on.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from trainperf.runner import run_case
 from trainperf.workload import FULL
 
 from models.gpt2 import GPT2
-from perf_tests.test_gpt2 import compiled
+from perf_tests.test_gpt2 import stack
 
-CANDIDATES = {
-    "b16_sdpa": {"batch_scale": 2},
-    "b16_cudnn": {"batch_scale": 2, "attention": "cudnn"},
-    "b32_cudnn": {"batch_scale": 4, "attention": "cudnn"},
-    "b16_flash": {"batch_scale": 2, "attention": "flash"},
+BF16_RESIDUAL = {"residual_dtype": "bfloat16"}
+CANDIDATES = {  # name -> (options over the stack's, compile mode)
+    "stack": ({}, "reduce-overhead"),
+    "b32_bf16_residual": (BF16_RESIDUAL, "reduce-overhead"),
+    "b64_bf16_residual": ({**BF16_RESIDUAL, "batch_scale": 8}, "reduce-overhead"),
+    "b32_bf16_residual_max_autotune": (BF16_RESIDUAL, "max-autotune"),
 }
 
 
@@ -35,8 +36,8 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device("cuda")
     peak = (peak_tflops(torch.cuda.get_device_name()) or float("nan")) * 1e12
-    for name, options in CANDIDATES.items():
-        case = compiled.but(name, options={**compiled.options, **options})
+    for name, (options, mode) in CANDIDATES.items():
+        case = stack.but(name, options={**stack.options, **options}, compile_mode=mode)
         try:
             m = run_case(GPT2(), case, device, FULL, args.warmup, args.iters)
         except Exception:

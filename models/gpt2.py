@@ -3,8 +3,10 @@ library's source (see ``models/text.py``), with a tiny configuration for the CPU
 
 Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, cudnn), ``optimizer``
 (for_loop, foreach, fused), ``vocab_multiple`` (pad the vocabulary to a multiple, 64: 50257 -> 50304),
-``batch_scale`` (multiply the batch), ``checkpointing`` (activation checkpointing) and ``param_dtype``
-(train the weights themselves in that dtype: "float16" without loss scaling is a known way to break it).
+``batch_scale`` (multiply the batch), ``checkpointing`` (activation checkpointing), ``param_dtype``
+(train the weights themselves in that dtype: "float16" without loss scaling is a known way to break it)
+and ``residual_dtype`` (the residual stream's dtype: "bfloat16" halves the bytes its norms and adds move;
+the weights and optimizer stay float32).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ OPTIONS = {
     "batch_scale": 1,
     "checkpointing": False,
     "param_dtype": "float32",
+    "residual_dtype": "float32",
 }
 
 
@@ -63,8 +66,9 @@ CONFIGS = {
 
 
 class GPT(nn.Module):
-    def __init__(self, config: GPTConfig, trunk: TrunkConfig, vocab_rows: int) -> None:
+    def __init__(self, config: GPTConfig, trunk: TrunkConfig, vocab_rows: int, residual_dtype: str) -> None:
         super().__init__()
+        self.residual_dtype = getattr(torch, residual_dtype)
         self.embed = nn.Embedding(vocab_rows, config.width)
         self.position = nn.Embedding(config.context, config.width)
         self.trunk = Trunk(trunk)
@@ -74,7 +78,8 @@ class GPT(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.size(1), device=tokens.device)
-        return self.head(self.trunk(self.embed(tokens) + self.position(positions)))  # type: ignore[no-any-return]
+        residual = (self.embed(tokens) + self.position(positions)).to(self.residual_dtype)
+        return self.head(self.trunk(residual))  # type: ignore[no-any-return]
 
 
 def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
@@ -119,7 +124,7 @@ class GPT2:
             attention=options["attention"],
             checkpointing=options["checkpointing"],
         )
-        model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]))
+        model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))
         ids = text.token_ids(config.corpus_chars, config.vocab_size)
         train, held_out = text.split_windows(ids, config.context + 1)

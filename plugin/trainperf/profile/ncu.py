@@ -19,7 +19,7 @@ from trainperf.profile.tools import Tool
 REPORT = "ncu"  # ncu.ncu-rep and ncu.csv in the job's folder
 SECTIONS = ("SpeedOfLight", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart")
 PIPE_METRICS = tuple(PIPE.format(op) for parts in PIPE_FLOPS.values() for op, _ in parts)
-LAUNCHES_PER_CONFIG = 2  # profiled launches of each kernel per distinct grid/block/shared-memory shape
+LAUNCHES_PER_CONFIG = 1  # profiled launches of each kernel per distinct grid/block/shared-memory shape
 
 
 def name_base(top: pd.DataFrame) -> str:
