@@ -67,7 +67,7 @@ class Backend(Protocol):
 def child_argv(job: Job, torch_trace: bool = False) -> list[str]:
     """``python -m pytest <nodeid>`` in child mode: warm up, then one marked iteration."""
     argv = [sys.executable, "-m", "pytest", job.nodeid, "-q", "--no-header", "-p", "no:cacheprovider"]
-    argv += ["-p", "no:xdist", *job.pytest_args, "--trainperf-child", str(job.out_dir)]
+    argv += ["-p", "no:xdist", "-p", "no:logging", *job.pytest_args, "--trainperf-child", str(job.out_dir)]
     return argv + (["--trainperf-child-torch"] if torch_trace else [])
 
 

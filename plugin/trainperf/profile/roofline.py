@@ -48,6 +48,7 @@ CACHE_LEVELS = {  # level -> (bytes per second, peak bytes per cycle, clock), as
            "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained", "l1tex__cycles_elapsed.avg.per_second"),
 }  # fmt: skip
 LATENCY_SHARE = 0.3  # under this share of its roof a kernel is neither compute- nor memory-bound
+LAUNCH_US = 10.0  # a latency-bound kernel shorter than this per launch is dominated by its launch
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,9 @@ def _point(kernel: str, launches: pd.DataFrame) -> RooflinePoint:
     intensity = flops / dram if dram else float("inf")
     achieved = flops / time_s if time_s else 0.0
     attainable = None if peak is None or bandwidth is None else min(peak, intensity * bandwidth)
-    if flops:
-        share = None if not attainable else achieved / attainable
-    else:
+    if attainable:
+        share: float | None = achieved / attainable
+    else:  # no FLOPs, or a pipe without a peak metric: judge it by its DRAM traffic alone
         share = None if not bandwidth or not time_s else dram / time_s / bandwidth
     bound = _bound(flops, intensity, peak, bandwidth, share)
     point = RooflinePoint(
@@ -167,10 +168,18 @@ def _bound(flops: float, intensity: float, peak: float | None, bandwidth: float 
 def reason(point: RooflinePoint) -> str:
     """One line a tuner can act on."""
     share = "n/a" if point.roof_share is None else f"{point.roof_share:.0%}"
+    per_launch_us = point.time_s * 1e6 / max(point.launches, 1)
+    if point.bound == "latency" and per_launch_us < LAUNCH_US:
+        return f"launch-bound: {per_launch_us:.1f} us per launch at {share} of its roof; fuse it with its neighbours"
+    if point.bound == "latency" and point.tensor_cores:
+        return (
+            f"{point.precision} tensor cores at {share} of their roof over {per_launch_us:.0f} us per launch: "
+            "check that the shapes are multiples of 64 (pad them) and that the tiles fill the GPU"
+        )
     if point.bound == "latency":
         return (
-            f"{share} of its roof in {point.time_s * 1e6 / point.launches:.1f} us per launch: latency- or "
-            "launch-bound; give each launch more work or fuse it with its neighbours"
+            f"latency-bound: {share} of its roof over {per_launch_us:.0f} us per launch; too little parallel work "
+            "in flight (occupancy, serial reductions, atomics)"
         )
     if point.bound == "memory":
         return f"memory-bound at {point.intensity:.2g} FLOP/B, {share} of the DRAM roof: fuse it or move fewer bytes"
