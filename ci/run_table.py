@@ -1,4 +1,8 @@
-"""Print a Markdown table of a run document: python ci/run_table.py perf-report/run.json"""
+"""Print Markdown tables of a run document: the cases, or with --profiles each case's profile cost and
+its Top-5 with roofline.
+
+    python ci/run_table.py perf-report/run.json [--profiles]
+"""
 
 from __future__ import annotations
 
@@ -40,5 +44,42 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *body])
 
 
+def profile_tables(path: str) -> str:
+    """Per profiled case: tool, cost, bottleneck verdict, and its Top-5 with roofline columns."""
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    parts = []
+    for bench in document["benchmarks"]:
+        found = bench["extra_info"].get("profile")
+        if not found:
+            continue
+        if found["error"]:
+            parts.append(f"**{bench['name']}**: no profile ({found['error']})")
+            continue
+        verdict = found["bottleneck"]
+        heading = f"**{bench['name']}**: {found['tool']}, {found['seconds']:.0f} s to profile, iteration "
+        heading += f"{found['iteration_ms']:.2f} ms"
+        heading += f"; {verdict['verdict']}: {verdict['reason']}" if verdict else ""
+        rows = [
+            {
+                "kernel": row["short"][:60],
+                "phase": row["phase"],
+                "calls": row["calls"],
+                "ms": round(row["total_ms"], 3),
+                "share": f"{row['share']:.1%}",
+                "precision": (row.get("precision") or "") + (" TC" if row.get("tensor_cores") else ""),
+                "FLOP/B": "" if row.get("intensity") is None else f"{row['intensity']:.3g}",
+                "bound": row.get("bound") or "",
+                "% of roof": "" if row.get("roof_share") is None else f"{row['roof_share']:.0%}",
+                "reason": row.get("reason") or "",
+            }
+            for row in found["top"]
+        ]
+        parts.append(heading + "\n\n" + markdown(pd.DataFrame(rows)))
+    return "\n\n".join(parts)
+
+
 if __name__ == "__main__":
-    print(markdown(table(sys.argv[1])))
+    if "--profiles" in sys.argv[2:]:
+        print(profile_tables(sys.argv[1]))
+    else:
+        print(markdown(table(sys.argv[1])))

@@ -8,6 +8,7 @@ import stat
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from trainperf.profile import kernels, ncu, nsys, tools
 from trainperf.profile.backend import Job, ProfileError, child_argv, run_logged
@@ -126,3 +127,15 @@ def test_ncu_permission_error_says_what_to_change(tmp_path: Path) -> None:
 def test_case_folder_is_one_safe_name() -> None:
     assert case_folder(Path("/r"), "gpt2/amp bf16") == Path("/r/gpt2-amp-bf16")
     assert os.sep not in case_folder(Path("r"), "a/b/c").name
+
+
+def test_ncu_roofline_joins_the_nsys_top5_by_mangled_name_on_the_gpt2_stack() -> None:
+    top = pd.read_csv(DATA / "gpt2_stack.nsys_top5.csv")
+    points = roofline(read_ncu_raw(DATA / "gpt2_stack.ncu.csv"))  # --print-kernel-base mangled
+    table = ncu.with_roofline(top, points, ncu.name_base(top))
+    assert table["bound"].notna().all() and (table["profiled"] >= 1).all()
+    gemm = table.iloc[0]
+    assert gemm["short"].startswith("nvjet_sm90") and gemm["precision"] == "bf16" and gemm["tensor_cores"]
+    assert gemm["bound"] == "compute" and gemm["roof_share"] > 0.9
+    attention = table[table["short"].str.contains("sdpa")].iloc[0]
+    assert attention["phase"] == "backward" and attention["roof_share"] < 0.5
