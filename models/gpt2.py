@@ -5,8 +5,8 @@ Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, 
 (for_loop, foreach, fused), ``vocab_multiple`` (pad the vocabulary to a multiple, 64: 50257 -> 50304),
 ``batch_scale`` (multiply the batch), ``checkpointing`` (activation checkpointing), ``param_dtype``
 (train the weights themselves in that dtype: "float16" without loss scaling is a known way to break it)
-and ``residual_dtype`` (the residual stream's dtype: "bfloat16" halves the bytes its norms and adds move;
-the weights and optimizer stay float32).
+and ``residual_dtype`` (the residual stream's dtype, by default the weights': "bfloat16" halves the
+bytes its norms and adds move while the weights and optimizer stay float32).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ OPTIONS = {
     "batch_scale": 1,
     "checkpointing": False,
     "param_dtype": "float32",
-    "residual_dtype": "float32",
+    "residual_dtype": None,
 }
 
 
@@ -66,9 +66,11 @@ CONFIGS = {
 
 
 class GPT(nn.Module):
-    def __init__(self, config: GPTConfig, trunk: TrunkConfig, vocab_rows: int, residual_dtype: str) -> None:
+    def __init__(
+        self, config: GPTConfig, trunk: TrunkConfig, vocab_rows: int, residual_dtype: str | None = None
+    ) -> None:
         super().__init__()
-        self.residual_dtype = getattr(torch, residual_dtype)
+        self.residual_dtype = None if residual_dtype is None else getattr(torch, residual_dtype)
         self.embed = nn.Embedding(vocab_rows, config.width)
         self.position = nn.Embedding(config.context, config.width)
         self.trunk = Trunk(trunk)
@@ -78,7 +80,9 @@ class GPT(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(tokens.size(1), device=tokens.device)
-        residual = (self.embed(tokens) + self.position(positions)).to(self.residual_dtype)
+        residual = self.embed(tokens) + self.position(positions)
+        if self.residual_dtype is not None:
+            residual = residual.to(self.residual_dtype)
         return self.head(self.trunk(residual))  # type: ignore[no-any-return]
 
 
