@@ -143,6 +143,12 @@ def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_docume
             f"note: profiles written under {pytester.path / 'out' / 'profiles'}",
         ]
     )
+    result.stdout.fnmatch_lines(
+        [
+            "trainperf: toy/variant: profiling with torch (files in *toy-variant)",
+            "trainperf: toy/variant: torch done in * s",
+        ]
+    )
     document = json.loads((pytester.path / "out" / "run.json").read_text())
     profile = document["benchmarks"][0]["extra_info"]["profile"]
     assert profile["error"] is None and profile["unit"] == "operator"

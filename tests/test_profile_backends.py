@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from trainperf.profile import kernels, ncu, nsys, tools
-from trainperf.profile.backend import Job, ProfileError, child_argv, run_logged
+from trainperf.profile.backend import Job, Profile, ProfileError, child_argv, from_capture, run_logged
 from trainperf.profile.ncu_raw import read_ncu_raw
 from trainperf.profile.profiler import case_folder, choose_backend
 from trainperf.profile.roofline import roofline
@@ -28,11 +28,6 @@ def executable(path: Path, body: str) -> Path:
 
 def job(tmp_path: Path, timeout_s: float = 60.0) -> Job:
     return Job(NODE, tmp_path, tmp_path / "out", timeout_s, 0.1, ("--perf-device=cuda",))
-
-
-def digits_top5() -> kernels.Capture:
-    capture = kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
-    return kernels.top_kernels(kernels.kernel_table(kernels.iteration_launches(capture)))
 
 
 def test_override_variable_wins_and_a_bad_one_is_named(tmp_path: Path) -> None:
@@ -59,11 +54,21 @@ def test_backend_falls_back_with_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tools, "INSTALL_GLOBS", {"nsys": (), "ncu": ()})
     notes: list[str] = []
     backend = choose_backend("ncu", "cuda", {"PATH": ""}, "2.11.0", notes.append)
-    assert backend.name == "torch"
+    assert backend.name == "torch" and not backend.traces_in_test
     assert notes == [
-        "nsys not found: set TRAINPERF_NSYS to its path or put it on PATH: torch.profiler finds the Top-5 instead",
         "ncu not found: set TRAINPERF_NCU to its path or put it on PATH: no roofline, Top-5 only",
+        "nsys not found: set TRAINPERF_NSYS to its path or put it on PATH: torch.profiler finds the Top-5 instead",
     ]
+
+
+def test_ncu_takes_its_top5_from_the_test_process_trace(tmp_path: Path) -> None:
+    executable(tmp_path / "ncu", f"cat {DATA / 'ncu.version'}")
+    notes: list[str] = []
+    backend = choose_backend("ncu", "cuda", {"PATH": str(tmp_path)}, "2.11.0", notes.append)
+    assert backend.name == "ncu" and backend.traces_in_test
+    assert notes == [f"profiler: ncu 2025.3.1.0 ({tmp_path / 'ncu'})"]
+    with pytest.raises(ProfileError, match=r"the test process wrote no trace\.json in"):
+        backend.profile(job(tmp_path))
 
 
 def test_child_is_this_python_running_pytest_on_the_node_without_a_shell(tmp_path: Path) -> None:
@@ -82,34 +87,43 @@ def test_nsys_captures_only_the_marked_iteration_and_graph_kernels(tmp_path: Pat
     assert argv[argv.index(sys.executable) :][3] == NODE
 
 
-def test_ncu_profiles_only_the_top5_by_mangled_name_with_clocks_untouched(tmp_path: Path) -> None:
-    top = digits_top5()
+def torch_profile(trace: str) -> Profile:
+    capture = kernels.read_torch_trace(DATA / trace)
+    return from_capture(capture, "torch.profiler", Job(NODE, DATA, DATA, 1.0), [])
+
+
+def test_ncu_profiles_only_the_top5_by_function_name_with_clocks_untouched(tmp_path: Path) -> None:
+    top = torch_profile("digits_amp_bf16.trace.json.gz").top
     argv = ncu.profile_argv(tools.Tool("ncu", Path("/x/ncu"), "2025.3.1.0"), job(tmp_path), top)
     assert argv[argv.index("--clock-control") + 1] == "none"
     assert argv[argv.index("--profile-from-start") + 1] == "off"
-    assert argv[argv.index("--kernel-name-base") + 1] == "mangled"
+    assert argv[argv.index("--kernel-name-base") + 1] == "function"
     pattern = argv[argv.index("--kernel-name") + 1]
-    assert pattern == "regex:^(" + "|".join(top["mangled"]) + ")$"
+    assert pattern.startswith("regex:(^|::)(batch_norm_backward_kernel|batch_norm_collect_statistics_kernel|")
     assert argv[argv.index("--filter-mode") + 1] == "per-launch-config"
     assert "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" in argv[argv.index("--metrics") + 1]
 
 
-def test_ncu_filters_by_function_name_when_the_top5_came_from_torch() -> None:
-    capture = kernels.read_torch_trace(DATA / "digits_amp_bf16.trace.json.gz")
-    top = kernels.top_kernels(kernels.kernel_table(kernels.iteration_launches(capture)))
-    assert ncu.name_base(top) == "function"
-    assert ncu.kernel_filter(top).startswith("regex:(^|::)(batch_norm_backward_kernel|")
-
-
-def test_roofline_joins_the_top5_by_kernel() -> None:
-    top = digits_top5()
-    points = roofline(read_ncu_raw(DATA / "digits_amp_bf16.ncu.csv"))  # captured with demangled names
-    table = ncu.with_roofline(top, points, "short")
-    assert list(table["short"]) == list(top["short"])
+def test_roofline_joins_the_top5_by_function_grid_and_block() -> None:
+    found = torch_profile("digits_amp_bf16.trace.json.gz")
+    raw = read_ncu_raw(DATA / "digits_amp_bf16.ncu.csv")  # another process, demangled names
+    table = ncu.with_roofline(found.top, roofline(ncu.label_launches(raw, found.configs)))
+    assert list(table["short"]) == list(found.top["short"])
     profiled = table.dropna(subset=["bound"])
-    assert len(profiled) >= 3
+    assert set(profiled["short"]) >= {"batch_norm_collect_statistics_kernel", "nchwToNhwcKernel"}
     assert set(profiled["bound"]) <= {"compute", "memory", "latency"}
     assert profiled["reason"].str.len().min() > 20
+
+
+def test_launches_of_another_shape_or_an_ambiguous_one_get_no_point() -> None:
+    found = torch_profile("digits_amp_bf16.trace.json.gz")
+    raw = read_ncu_raw(DATA / "digits_amp_bf16.ncu.csv")
+    reshaped = raw.assign(**{"Grid Size": "(1, 1, 1)"})
+    assert ncu.label_launches(reshaped, found.configs).empty
+    twin = found.configs.assign(name=found.configs["name"] + " twin")
+    assert ncu.label_launches(raw, pd.concat([found.configs, twin])).empty
+    with pytest.raises(kernels.ProfileFormatError, match="without \\['Grid Size'\\]"):
+        ncu.label_launches(raw.drop(columns="Grid Size"), found.configs)
 
 
 def test_failed_tool_is_one_line_naming_its_log(tmp_path: Path) -> None:
@@ -129,10 +143,10 @@ def test_case_folder_is_one_safe_name() -> None:
     assert os.sep not in case_folder(Path("r"), "a/b/c").name
 
 
-def test_ncu_roofline_joins_the_nsys_top5_by_mangled_name_on_the_gpt2_stack() -> None:
-    top = pd.read_csv(DATA / "gpt2_stack.nsys_top5.csv")
-    points = roofline(read_ncu_raw(DATA / "gpt2_stack.ncu.csv"))  # --print-kernel-base mangled
-    table = ncu.with_roofline(top, points, ncu.name_base(top))
+def test_ncu_roofline_joins_the_torch_top5_on_the_gpt2_stack() -> None:
+    found = torch_profile("gpt2_stack.trace.json.gz")  # CUDA graph replays: kernels seen one by one
+    raw = read_ncu_raw(DATA / "gpt2_stack.ncu.csv")
+    table = ncu.with_roofline(found.top, roofline(ncu.label_launches(raw, found.configs)))
     assert table["bound"].notna().all() and (table["profiled"] >= 1).all()
     gemm = table.iloc[0]
     assert gemm["short"].startswith("nvjet_sm90") and gemm["precision"] == "bf16" and gemm["tensor_cores"]

@@ -11,7 +11,7 @@ import pytest
 from trainperf import gate, stats
 from trainperf.case import REFERENCE, Optimization, case_key
 from trainperf.profile.roofline import RooflinePoint
-from trainperf.runner import Measurement, run_case
+from trainperf.runner import Measurement, Prepared, run_case
 from trainperf.session import CaseResult, PerfSession
 from trainperf.workload import Workload
 
@@ -39,7 +39,8 @@ class TrainPerf:
 
             run_marked_iteration(workload, optimization, device, self.session.size, warmup, child.out_dir, child.torch)
             return None
-        measurement = run_case(workload, optimization, device, self.session.size, warmup, iters)
+        key = case_key(workload.name, optimization.name)
+        measurement = run_case(workload, optimization, device, self.session.size, warmup, iters, self._tracer(key))
         reference = self._reference(workload, optimization, measurement, warmup, iters)
         result = self._judge(workload, optimization, measurement, reference)
         self.session.record(result)
@@ -50,6 +51,24 @@ class TrainPerf:
         if failed:
             pytest.fail("\n".join(check.message for check in failed), pytrace=False)
         return result
+
+    def _tracer(self, key: str) -> Callable[[Prepared], None] | None:
+        """With a profiler that reads the test process's own trace: one more iteration, traced after the
+        timed run; a failure there is a note, the case's measurement stands."""
+        profiling = self.session.profiling
+        if profiling is None or not profiling.backend.traces_in_test:
+            return None
+        folder, device = profiling.folder(key), self.session.device
+
+        def trace(case: Prepared) -> None:
+            from trainperf.profile.replay import marked_iteration
+
+            try:
+                marked_iteration(case, device, folder, torch_profiler=True, cuda_profiler=False)
+            except Exception as error:  # the timed run is done: a tracing failure only loses the profile
+                self.session.note(f"{key}: iteration not traced: {type(error).__name__}: {error}")
+
+        return trace
 
     def _iterations(self, workload: Workload) -> tuple[int, int]:
         default_warmup, default_iters = workload.iterations(self.session.size)
@@ -136,6 +155,7 @@ class TrainPerf:
             baseline_median_ms=None if stored is None else stats.summarize(stored).median,
             checks=checks,
             peak_flops=self.session.peak_flops,
+            baseline_summary=None if stored is None else stats.summarize(stored),
         )
 
     def _attach(self, result: CaseResult) -> None:
@@ -167,7 +187,10 @@ class TrainPerf:
         session = self.session
         assert session.profiling is not None
         job = session.profiling.job(self.nodeid, result.key, result.reader_share)
-        case = profile_case(session.profiling.backend, job)
+        backend = session.profiling.backend
+        session.progress(f"{result.key}: profiling with {backend.name} (files in {job.out_dir})")
+        case = profile_case(backend, job)
+        session.progress(f"{result.key}: {backend.name} done in {case.seconds:.0f} s")
         if case.profile is not None and case.profile.roofline:
             case.files.append(_plot(case.profile.roofline, job.out_dir / "roofline.png", result.key, session))
         if case.error is not None:

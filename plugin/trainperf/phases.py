@@ -36,15 +36,22 @@ def nvtx_backend() -> str:
     return "nvtx"
 
 
-def recorded(marker: PhaseMarker) -> PhaseMarker:
-    """``marker`` plus a ``torch.profiler.record_function`` range, which torch.profiler's trace shows."""
+class PhaseRanges:
+    """The phase marker of a case: NVTX ranges, plus ``torch.profiler.record_function`` ranges (which
+    torch.profiler's trace shows) while ``for_torch_profiler`` is set, so timed iterations carry none."""
+
+    def __init__(self, marker: PhaseMarker, for_torch_profiler: bool = False) -> None:
+        self.marker = marker
+        self.for_torch_profiler = for_torch_profiler
 
     @contextlib.contextmanager
-    def both(name: str) -> Iterator[None]:
-        with marker(name), torch.profiler.record_function(name):
+    def __call__(self, name: str) -> Iterator[None]:
+        if not self.for_torch_profiler:
+            with self.marker(name):
+                yield
+            return
+        with self.marker(name), torch.profiler.record_function(name):
             yield
-
-    return both
 
 
 def phase_marker(device: torch.device) -> PhaseMarker:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -84,11 +85,22 @@ class _LazySession:
             except RuntimeError as error:
                 raise pytest.UsageError(str(error)) from None
             self.session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child)
+            self.session.progress = self._progress
             if _profile_flag["twin_only"]:
                 self.session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
             if self.settings.profile != "off" and self.child is None:
                 self._set_up_profiling(chosen)
         return self.session
+
+    def _progress(self, text: str) -> None:
+        """One ``trainperf: ...`` line on the terminal now, even while the test's output is captured."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(f"trainperf: {text}")
 
     def _set_up_profiling(self, device: Any) -> None:
         """The session's profiler backend, the profiles' folder and what the child's pytest needs."""

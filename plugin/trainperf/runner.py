@@ -21,7 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from trainperf import device as devices
 from trainperf.case import Optimization
-from trainperf.phases import PhaseMarker, phase_marker
+from trainperf.phases import PhaseMarker, PhaseRanges, phase_marker
 from trainperf.workload import Batch, Training, Workload
 
 SEED = 0
@@ -58,12 +58,19 @@ def seed_everything(seed: int = SEED) -> None:
 
 
 def run_case(
-    workload: Workload, optimization: Optimization, device: torch.device, size: str, warmup: int, iters: int
+    workload: Workload,
+    optimization: Optimization,
+    device: torch.device,
+    size: str,
+    warmup: int,
+    iters: int,
+    then: Callable[[Prepared], None] | None = None,
 ) -> Measurement:
-    """Train ``warmup + iters`` iterations of ``optimization`` and measure the last ``iters``."""
+    """Train ``warmup + iters`` iterations of ``optimization`` and measure the last ``iters``;
+    ``then(case)`` runs after everything is measured (``--profile`` traces one more iteration there)."""
     seed_everything()
     with float32_matmuls(optimization.tf32):
-        return _run(workload, optimization, device, size, warmup, iters)
+        return _run(workload, optimization, device, size, warmup, iters, then)
 
 
 @dataclass
@@ -74,22 +81,28 @@ class Prepared:
     model: torch.nn.Module
     fetch: Callable[[], tuple[Batch, float]]
     step: Callable[[Batch], torch.Tensor]
+    phases: PhaseRanges  # the phases' NVTX ranges; torch.profiler ranges too once switched on
 
 
-def prepare(
-    workload: Workload, optimization: Optimization, device: torch.device, size: str, mark: PhaseMarker
-) -> Prepared:
+def prepare(workload: Workload, optimization: Optimization, device: torch.device, size: str) -> Prepared:
     """Build the case and apply its optimization (call inside ``float32_matmuls``)."""
     training = workload.build(device, size, optimization)
     model = _prepare_model(training.model, device, optimization)
-    fetch = _fetcher(iter(training.batches), device, optimization, mark)
-    return Prepared(training, model, fetch, _stepper(training, model, device, optimization, mark))
+    phases = PhaseRanges(phase_marker(device))
+    fetch = _fetcher(iter(training.batches), device, optimization, phases)
+    return Prepared(training, model, fetch, _stepper(training, model, device, optimization, phases), phases)
 
 
 def _run(
-    workload: Workload, optimization: Optimization, device: torch.device, size: str, warmup: int, iters: int
+    workload: Workload,
+    optimization: Optimization,
+    device: torch.device,
+    size: str,
+    warmup: int,
+    iters: int,
+    then: Callable[[Prepared], None] | None,
 ) -> Measurement:
-    case = prepare(workload, optimization, device, size, phase_marker(device))
+    case = prepare(workload, optimization, device, size)
     training, model, fetch, step = case.training, case.model, case.fetch, case.step
     flops = training.flops_per_iteration
     if flops is None:
@@ -105,6 +118,8 @@ def _run(
         peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
         clocks_after = devices.clock_state(device)
         metric = _evaluate(training, model, device, optimization)
+        if then is not None:
+            then(case)
     finally:
         del case, fetch
         gc.collect()

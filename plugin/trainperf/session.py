@@ -9,6 +9,7 @@ import datetime
 import functools
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ class CaseResult:
     checks: list[gate.Check]
     peak_flops: float | None = None  # the device's dense bf16 peak, FLOP/s, for MFU
     profile: CaseProfile | None = None  # with --profile
+    baseline_summary: stats.Summary | None = None  # the stored baseline's samples, summarized
 
     @property
     def verdict(self) -> str:
@@ -87,6 +89,7 @@ class PerfSession:
     changes: list[baselines.Change] = field(default_factory=list)
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
+    progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
 
     @property
     def baseline_file(self) -> Path:

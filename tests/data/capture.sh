@@ -27,6 +27,6 @@ $NCU -i $C/digits_amp_bf16.ncu-rep --csv --page raw > $C/digits_amp_bf16.ncu.csv
 $NCU --version > $C/ncu.version; $NSYS --version > $C/nsys.version
 cp /opt/nvidia/nsight-compute/2025.3.1/sections/SpeedOfLight*Roofline*.section $C/
 ls -la $C; tar -czf $OUT/captures.tar.gz -C /tmp captures
-# gpt2_stack.ncu.csv and gpt2_stack.nsys_top5.csv come from the wired plugin itself:
+# gpt2_stack.ncu.csv comes from the wired plugin itself, when it still asked ncu for mangled names (these
+# kernels' mangled names are their function names): the case folder's ncu.csv of
 #   ci/device_pytest.sh gpt2_stack_ncu "perf_tests/test_gpt2.py::test_gpt2[stack]" --profile=ncu
-# (the case folder's ncu.csv, and the profile's "top" rows of run.json as CSV).

@@ -2,8 +2,8 @@
 re-runs it, and the profile it yields (Top-5 kernels, bottleneck verdict, roofline, raw files).
 
 Backends: ``torchprof`` (torch.profiler), ``nsys`` (Nsight Systems), ``ncu`` (Nsight Compute on the
-Top-5 of one of the other two). No torch or pytest here: the child is ``python -m pytest <nodeid>``,
-started without a shell.
+Top-5 of the test process's own torch.profiler trace). No torch or pytest here: the child is
+``python -m pytest <nodeid>``, started without a shell.
 """
 
 from __future__ import annotations
@@ -55,10 +55,12 @@ class Profile:
     roofline: list[RooflinePoint] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # raw reports kept
     unit: str = "kernel"  # "kernel", or "operator" for a CPU run's torch.profiler operators
+    configs: pd.DataFrame = field(default_factory=pd.DataFrame)  # the Top-5's launch configurations
 
 
 class Backend(Protocol):
     name: str
+    traces_in_test: bool  # needs the test process's own trace of one iteration (``trace.json``)
 
     def profile(self, job: Job) -> Profile:
         """Re-run the job's node under the tool; raises ProfileError with a one-line reason."""
@@ -113,4 +115,5 @@ def from_capture(capture: kernels.Capture, tool: str, job: Job, files: list[Path
     on_gpu = capture.unit == "kernel"
     verdict = kernels.bottleneck(capture, launches, job.data_wait) if on_gpu else None
     top = kernels.top_kernels(kernels.kernel_table(launches))
-    return Profile(tool, top, verdict, (end - begin) / 1e6, files=files, unit=capture.unit)
+    configs = kernels.launch_configs(launches, top["name"])
+    return Profile(tool, top, verdict, (end - begin) / 1e6, files=files, unit=capture.unit, configs=configs)

@@ -64,7 +64,9 @@ def read_nsys_sqlite(path: Path) -> Capture:
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
             launches = pd.read_sql_query(
-                "SELECT k.start, k.end, n.value AS name, s.value AS short, m.value AS mangled, r.start AS launch "
+                "SELECT k.start, k.end, n.value AS name, s.value AS short, m.value AS mangled, r.start AS launch, "
+                "'(' || k.gridX || ', ' || k.gridY || ', ' || k.gridZ || ')' AS grid, "
+                "'(' || k.blockX || ', ' || k.blockY || ', ' || k.blockZ || ')' AS block "
                 "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
                 "JOIN StringIds n ON n.id = k.demangledName JOIN StringIds s ON s.id = k.shortName "
                 "LEFT JOIN StringIds m ON m.id = k.mangledName "
@@ -105,7 +107,7 @@ def read_torch_trace(path: Path) -> Capture:
         for e in events
         if e.get("cat") == "user_annotation"
     ]
-    columns = ["start", "end", "name", "short", "mangled", "launch"]
+    columns = ["start", "end", "name", "short", "mangled", "launch", "grid", "block"]
     return Capture(
         pd.DataFrame(rows, columns=columns), pd.DataFrame(ranges, columns=["name", "start", "end"]), str(path), unit
     )
@@ -113,6 +115,7 @@ def read_torch_trace(path: Path) -> Capture:
 
 def _torch_row(event: dict[str, Any], launch_us: float) -> dict[str, Any]:
     start = event["ts"] * 1e3
+    args = event.get("args", {})
     return {
         "start": start,
         "end": (event["ts"] + event["dur"]) * 1e3,
@@ -120,7 +123,14 @@ def _torch_row(event: dict[str, Any], launch_us: float) -> dict[str, Any]:
         "short": event["name"] if event.get("cat") == "cpu_op" else short_name(event["name"]),
         "mangled": None,
         "launch": start if event.get("cat") == "cpu_op" else launch_us * 1e3,
+        "grid": _dims(args.get("grid")),
+        "block": _dims(args.get("block")),
     }
+
+
+def _dims(value: Any) -> str | None:
+    """[2, 66, 1] -> '(2, 66, 1)', as ncu and the nsys export write a launch's grid and block."""
+    return None if value is None else "(" + ", ".join(str(int(v)) for v in value) + ")"
 
 
 def _innermost_operators(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -174,6 +184,12 @@ def kernel_table(launches: pd.DataFrame) -> pd.DataFrame:
 
 def top_kernels(table: pd.DataFrame, count: int = TOP) -> pd.DataFrame:
     return table.head(count).reset_index(drop=True)
+
+
+def launch_configs(launches: pd.DataFrame, names: pd.Series) -> pd.DataFrame:
+    """The distinct (name, short, grid, block) launch configurations of the kernels named."""
+    chosen = launches[launches["name"].isin(set(names))]
+    return chosen[["name", "short", "grid", "block"]].drop_duplicates().reset_index(drop=True)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""Nsight Compute backend: the Top-5 comes from nsys (or torch.profiler), then ncu profiles only those
-kernels, only inside the marked iteration (``--profile-from-start off``), a few launches per launch
-configuration, with the GPU's clocks left as they are (``--clock-control none``). Its raw page gives
-each kernel's roofline point."""
+"""Nsight Compute backend: the Top-5 comes from the test process's own torch.profiler trace, then ncu
+profiles only those kernels (by function name), only inside the marked iteration (``--profile-from-start
+off``), one launch per launch configuration, with the GPU's clocks left as they are (``--clock-control
+none``). Each profiled launch is matched back to its Top-5 kernel by function name, grid and block, and
+its raw page gives the kernel's roofline point."""
 
 from __future__ import annotations
 
@@ -22,15 +23,8 @@ PIPE_METRICS = tuple(PIPE.format(op) for parts in PIPE_FLOPS.values() for op, _ 
 LAUNCHES_PER_CONFIG = 1  # profiled launches of each kernel per distinct grid/block/shared-memory shape
 
 
-def name_base(top: pd.DataFrame) -> str:
-    """Match ncu's kernels by mangled name when the Top-5 has them (nsys), else by function name."""
-    return "mangled" if top["mangled"].notna().all() else "function"
-
-
 def kernel_filter(top: pd.DataFrame) -> str:
-    """``regex:`` filter that matches exactly the Top-5 kernels."""
-    if name_base(top) == "mangled":
-        return "regex:^(" + "|".join(re.escape(str(name)) for name in top["mangled"]) + ")$"
+    """``regex:`` filter on ncu's function names that matches the Top-5 kernels."""
     return "regex:(^|::)(" + "|".join(re.escape(str(name)) for name in top["short"].unique()) + ")$"
 
 
@@ -38,51 +32,62 @@ def profile_argv(tool: Tool, job: Job, top: pd.DataFrame) -> list[str]:
     sections = [arg for section in SECTIONS for arg in ("--section", section)]
     return [
         str(tool.path), "--clock-control", "none", "--profile-from-start", "off",
-        "--kernel-name-base", name_base(top), "--kernel-name", kernel_filter(top),
+        "--kernel-name-base", "function", "--kernel-name", kernel_filter(top),
         "--launch-count", str(LAUNCHES_PER_CONFIG), "--filter-mode", "per-launch-config",
         *sections, "--metrics", ",".join(PIPE_METRICS), "--force-overwrite", "--export", str(job.out_dir / REPORT),
         *child_argv(job),
     ]  # fmt: skip
 
 
-def import_argv(tool: Tool, job: Job, base: str) -> list[str]:
+def import_argv(tool: Tool, job: Job) -> list[str]:
     report = str(job.out_dir / f"{REPORT}.ncu-rep")
-    return [str(tool.path), "--import", report, "--csv", "--page", "raw", "--print-kernel-base", base]
+    return [str(tool.path), "--import", report, "--csv", "--page", "raw", "--print-kernel-base", "function"]
 
 
 class NcuProfiler:
     name = "ncu"
+    traces_in_test = True
 
     def __init__(self, tool: Tool, timeline: Backend) -> None:
         self.tool = tool
-        self.timeline = timeline  # nsys, or torch.profiler where nsys is missing
+        self.timeline = timeline  # the test process's trace
 
     def profile(self, job: Job) -> Profile:
         found = self.timeline.profile(job)
-        base = name_base(found.top)
         run_logged(profile_argv(self.tool, job, found.top), job, "ncu.log")
         require_child_ran(job)
         raw_csv = job.out_dir / f"{REPORT}.csv"
-        run_logged(import_argv(self.tool, job, base), job, "ncu-import.log", output_name=raw_csv.name)
+        run_logged(import_argv(self.tool, job), job, "ncu-import.log", output_name=raw_csv.name)
         try:
-            points = roofline(read_ncu_raw(raw_csv))
+            points = roofline(label_launches(read_ncu_raw(raw_csv), found.configs))
         except ProfileFormatError as error:
             raise ProfileError(f"ncu: {error}") from None
-        key = "mangled" if base == "mangled" else "short"
         return dataclasses.replace(
             found,
             tool=f"{found.tool} + ncu {self.tool.version}",
-            top=with_roofline(found.top, points, key),
+            top=with_roofline(found.top, points),
             roofline=points,
             files=[*found.files, job.out_dir / f"{REPORT}.ncu-rep"],
         )
 
 
-def with_roofline(top: pd.DataFrame, points: list[RooflinePoint], key: str) -> pd.DataFrame:
+def label_launches(raw: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
+    """ncu's launches renamed to the full name of the Top-5 kernel with the same function name, grid and
+    block; launches that match none, or several (one function, one shape, two instantiations), are dropped."""
+    missing = [c for c in ("Grid Size", "Block Size") if c not in raw.columns]
+    if missing:
+        raise ProfileFormatError(f"ncu raw page without {missing}: cannot match launches to kernels")
+    shapes = configs.assign(key=configs["short"] + " " + configs["grid"] + " " + configs["block"])
+    owners = shapes.groupby("key")["name"].unique()
+    unique = {key: names[0] for key, names in owners.items() if len(names) == 1}
+    keys = raw["Kernel Name"].map(short_name) + " " + raw["Grid Size"] + " " + raw["Block Size"]
+    labelled = raw.assign(**{"Kernel Name": keys.map(unique)})
+    return labelled[labelled["Kernel Name"].notna()].reset_index(drop=True)
+
+
+def with_roofline(top: pd.DataFrame, points: list[RooflinePoint]) -> pd.DataFrame:
     """The Top-5 table with each kernel's roofline columns (empty where ncu profiled none of its launches)."""
     columns = ["kernel", "launches", "precision", "tensor_cores", "intensity", "roof_share", "bound", "reason"]
     found = pd.DataFrame([p.as_dict() for p in points], columns=[*columns, "achieved_flops"])
-    if key == "short":
-        found["kernel"] = found["kernel"].map(short_name)
-    found = found.drop_duplicates("kernel").rename(columns={"kernel": key, "launches": "profiled"})
-    return top.merge(found, on=key, how="left")
+    found = found.rename(columns={"kernel": "name", "launches": "profiled"})
+    return top.merge(found, on="name", how="left")

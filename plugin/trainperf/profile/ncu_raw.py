@@ -16,6 +16,7 @@ import pandas as pd
 from trainperf.profile.kernels import ProfileFormatError
 
 ID_COLUMNS = ("ID", "Kernel Name")
+SHAPE_COLUMNS = ("Grid Size", "Block Size")  # "(2, 66, 1)": kept as text where the page has them
 PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3}
 
@@ -32,7 +33,8 @@ def unit_scale(unit: str) -> float:
 
 
 def read_ncu_raw(source: Path | str) -> pd.DataFrame:
-    """One row per profiled launch: ``ID``, ``Kernel Name`` and every metric as a float in base units."""
+    """One row per profiled launch: ``ID``, ``Kernel Name``, its grid and block, and every metric as a
+    float in base units."""
     name = str(source)
     try:
         text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) else source
@@ -44,7 +46,8 @@ def read_ncu_raw(source: Path | str) -> pd.DataFrame:
         raise ProfileFormatError(f"{name}: not an ncu raw CSV page: missing {missing or 'kernel rows'}")
     units, rows = frame.iloc[0], frame.iloc[1:].reset_index(drop=True)
     metrics = {column: _numbers(rows[column], units[column]) for column in frame.columns if "__" in column}
-    return pd.concat([rows[list(ID_COLUMNS)], pd.DataFrame(metrics)], axis=1)
+    kept = [column for column in (*ID_COLUMNS, *SHAPE_COLUMNS) if column in frame.columns]
+    return pd.concat([rows[kept], pd.DataFrame(metrics)], axis=1)
 
 
 def _numbers(values: pd.Series, unit: str) -> pd.Series:

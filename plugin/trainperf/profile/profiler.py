@@ -13,7 +13,7 @@ from trainperf.profile import tools
 from trainperf.profile.backend import Backend, Job, Profile, ProfileError
 from trainperf.profile.ncu import NcuProfiler
 from trainperf.profile.nsys import NsysProfiler
-from trainperf.profile.torchprof import TorchProfiler
+from trainperf.profile.torchprof import InProcessTrace, TorchProfiler
 
 
 @dataclass
@@ -38,35 +38,38 @@ class ProfileSetup:
     timeout_s: float
 
     def job(self, nodeid: str, case_key: str, data_wait: float | None) -> Job:
-        return Job(nodeid, self.rootdir, case_folder(self.root, case_key), self.timeout_s, data_wait, self.child_args)
+        return Job(nodeid, self.rootdir, self.folder(case_key), self.timeout_s, data_wait, self.child_args)
+
+    def folder(self, case_key: str) -> Path:
+        return case_folder(self.root, case_key)
 
 
 def choose_backend(
     requested: str, device_type: str, environ: Mapping[str, str], torch_version: str, note: Callable[[str], None]
 ) -> Backend:
-    """The backend for ``--profile=requested``; on a CPU run, or without nsys, torch.profiler with a note."""
+    """The backend for ``--profile=requested``; on a CPU run, or without nsys, torch.profiler with a note;
+    without ncu, the Top-5 of nsys (or torch.profiler) without a roofline."""
     torch_backend = TorchProfiler(torch_version)
     if requested == "torch":
         return torch_backend
     if device_type != "cuda":
         note(f"--profile={requested} profiles CUDA kernels; this run is on {device_type}: torch.profiler used instead")
         return torch_backend
-    timeline: Backend = torch_backend
+    if requested == "ncu":
+        try:
+            ncu = tools.find("ncu", environ)
+        except tools.ToolError as error:
+            note(f"{error}: no roofline, Top-5 only")
+        else:
+            note(f"profiler: {ncu.describe()}")
+            return NcuProfiler(ncu, InProcessTrace(torch_version))
     try:
         nsys = tools.find("nsys", environ)
-        note(f"profiler: {nsys.describe()}")
-        timeline = NsysProfiler(nsys)
     except tools.ToolError as error:
         note(f"{error}: torch.profiler finds the Top-5 instead")
-    if requested == "nsys":
-        return timeline
-    try:
-        ncu = tools.find("ncu", environ)
-    except tools.ToolError as error:
-        note(f"{error}: no roofline, Top-5 only")
-        return timeline
-    note(f"profiler: {ncu.describe()}")
-    return NcuProfiler(ncu, timeline)
+        return torch_backend
+    note(f"profiler: {nsys.describe()}")
+    return NsysProfiler(nsys)
 
 
 def case_folder(root: Path, case_key: str) -> Path:

@@ -1,4 +1,5 @@
-"""The child side of profiling: the case in a fresh process, warmed up, then exactly one marked iteration.
+"""The child side of profiling: the case in a fresh process, warmed up, then exactly one marked iteration
+(the test process itself traces one such iteration of its warm case for ``--profile=ncu``).
 
 The marked iteration runs between ``cudaProfilerStart`` and ``cudaProfilerStop`` inside the NVTX range
 ``trainperf_iteration`` (so nsys and ncu capture only it), its phases as NVTX ranges; with ``torch`` the
@@ -14,9 +15,8 @@ from pathlib import Path
 import torch
 
 from trainperf.case import Optimization
-from trainperf.phases import phase_marker, recorded
 from trainperf.profile.child import MARK
-from trainperf.runner import float32_matmuls, prepare, seed_everything, synchronize
+from trainperf.runner import Prepared, float32_matmuls, prepare, seed_everything, synchronize
 from trainperf.workload import Workload
 
 TRACE = "trace.json"
@@ -33,25 +33,37 @@ def run_marked_iteration(
     torch_profiler: bool,
 ) -> None:
     """Warm up ``max(warmup, 2)`` iterations, then profile one; writes ``child.json`` (and the trace)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     seed_everything()
-    mark = phase_marker(device)
     with float32_matmuls(optimization.tf32):
-        case = prepare(workload, optimization, device, size, recorded(mark) if torch_profiler else mark)
+        case = prepare(workload, optimization, device, size)
         for _ in range(max(warmup, 2)):
             case.step(case.fetch()[0])
         synchronize(device)
-        profiler = _torch_profiler(device) if torch_profiler else contextlib.nullcontext()
-        with profiler as active:
-            _cuda_profiler(device, start=True)
-            with mark(MARK), torch.profiler.record_function(MARK):
-                case.step(case.fetch()[0])
-                synchronize(device)
-            _cuda_profiler(device, start=False)
-        if active is not None:
-            active.export_chrome_trace(str(out_dir / TRACE))
+        marked_iteration(case, device, out_dir, torch_profiler, cuda_profiler=True)
     info = {"samples_per_iteration": case.training.samples_per_iteration, "device": str(device)}
     (out_dir / CHILD_INFO).write_text(json.dumps(info), encoding="utf-8")
+
+
+def marked_iteration(
+    case: Prepared, device: torch.device, out_dir: Path, torch_profiler: bool, cuda_profiler: bool
+) -> None:
+    """One iteration of a warm case inside the ``trainperf_iteration`` range (and, with ``cuda_profiler``,
+    between cudaProfilerStart and Stop); with ``torch_profiler`` under torch.profiler, its trace written
+    as ``trace.json``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    case.phases.for_torch_profiler = torch_profiler
+    profiler = _torch_profiler(device) if torch_profiler else contextlib.nullcontext()
+    try:
+        with profiler as active:
+            _cuda_profiler(device, start=True, enabled=cuda_profiler)
+            with case.phases(MARK):
+                case.step(case.fetch()[0])
+                synchronize(device)
+            _cuda_profiler(device, start=False, enabled=cuda_profiler)
+    finally:
+        case.phases.for_torch_profiler = False
+    if active is not None:
+        active.export_chrome_trace(str(out_dir / TRACE))
 
 
 def _torch_profiler(device: torch.device) -> torch.profiler.profile:
@@ -61,8 +73,10 @@ def _torch_profiler(device: torch.device) -> torch.profiler.profile:
     return torch.profiler.profile(activities=activities, record_shapes=False)
 
 
-def _cuda_profiler(device: torch.device, start: bool) -> None:
-    if device.type == "cuda" and start:
+def _cuda_profiler(device: torch.device, start: bool, enabled: bool) -> None:
+    if not enabled or device.type != "cuda":
+        return
+    if start:
         torch.cuda.profiler.start()
-    elif device.type == "cuda":
+    else:
         torch.cuda.profiler.stop()

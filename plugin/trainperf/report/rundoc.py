@@ -38,6 +38,7 @@ def _benchmark(result: CaseResult) -> dict[str, Any]:
             "metric": {"name": result.metric_name, "value": m.metric, "initial": m.initial_metric},
             "speedup": result.speedup,
             "baseline_median_ms": result.baseline_median_ms,
+            "baseline_summary_ms": None if result.baseline_summary is None else result.baseline_summary.as_dict(),
             "samples_per_iteration": m.samples_per_iteration,
             "samples_per_second": result.samples_per_second,
             "sample_unit": m.sample_unit,
