@@ -101,7 +101,9 @@ def test_ncu_profiles_only_the_top5_by_function_name_with_clocks_untouched(tmp_p
     pattern = argv[argv.index("--kernel-name") + 1]
     assert pattern.startswith("regex:(^|::)(batch_norm_backward_kernel|batch_norm_collect_statistics_kernel|")
     assert argv[argv.index("--filter-mode") + 1] == "per-launch-config"
-    assert "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" in argv[argv.index("--metrics") + 1]
+    assert argv[argv.index("--target-processes") + 1] == "application-only"  # not the compile workers
+    metrics = argv[argv.index("--metrics") + 1].split(",")
+    assert "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" in metrics and ncu.REGISTERS in metrics
 
 
 def test_roofline_joins_the_top5_by_function_grid_and_block() -> None:
@@ -153,3 +155,25 @@ def test_ncu_roofline_joins_the_torch_top5_on_the_gpt2_stack() -> None:
     assert gemm["bound"] == "compute" and gemm["roof_share"] > 0.9
     attention = table[table["short"].str.contains("sdpa")].iloc[0]
     assert attention["phase"] == "backward" and attention["roof_share"] < 0.5
+
+
+def test_three_instantiations_of_one_function_get_their_own_points() -> None:
+    found = torch_profile("gpt2_reference.trace.json.gz")  # parent trace and ncu page of one H100 run
+    raw = read_ncu_raw(DATA / "gpt2_reference.ncu.csv")
+    table = ncu.with_roofline(found.top, roofline(ncu.label_launches(raw, found.configs)))
+    kernel2 = table[table["short"] == "Kernel2"]
+    assert len(kernel2) == 3 and kernel2["name"].nunique() == 3
+    assert set(kernel2["bound"]) == {"compute"} and set(kernel2["precision"]) == {"fp32 pipe"}
+    assert kernel2["intensity"].round(0).nunique() == 3  # three tiles, three different points
+
+
+def test_a_kernel_that_launches_like_another_top5_kernel_says_why_it_has_no_point() -> None:
+    found = torch_profile("gpt2_amp_bf16.trace.json.gz")
+    raw = read_ncu_raw(DATA / "gpt2_amp_bf16.ncu.csv")  # with registers per thread
+    alike = ncu.look_alikes(found.configs)
+    table = ncu.with_roofline(found.top, roofline(ncu.label_launches(raw, found.configs)), alike)
+    mul = table[table["name"].str.contains("MulFunctor")].iloc[0]
+    assert mul["name"] in alike and pd.isna(mul["bound"]) and mul["reason"] == ncu.LOOK_ALIKE
+    copy = table[table["name"].str.contains("bfloat16_copy_kernel")].iloc[0]
+    assert copy["name"] in alike and copy["bound"] == "memory"  # its other shapes were matched
+    assert table["bound"].notna().sum() == 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ class TrainPerf:
     marker_iters: int | None
     marker_warmup: int | None
     record_property: Callable[[str, object], None]
+    trace_s: float = 0.0  # what tracing one more iteration in this process cost (part of profiling's cost)
 
     def run(self, workload: Workload, optimization: Optimization) -> CaseResult | None:
         """Train the case, gate it, record it; fails the test naming the case, figures and thresholds.
@@ -63,10 +65,12 @@ class TrainPerf:
         def trace(case: Prepared) -> None:
             from trainperf.profile.replay import marked_iteration
 
+            started = time.perf_counter()
             try:
                 marked_iteration(case, device, folder, torch_profiler=True, cuda_profiler=False)
             except Exception as error:  # the timed run is done: a tracing failure only loses the profile
                 self.session.note(f"{key}: iteration not traced: {type(error).__name__}: {error}")
+            self.trace_s = time.perf_counter() - started
 
         return trace
 
@@ -190,6 +194,7 @@ class TrainPerf:
         backend = session.profiling.backend
         session.progress(f"{result.key}: profiling with {backend.name} (files in {job.out_dir})")
         case = profile_case(backend, job)
+        case.seconds += self.trace_s
         session.progress(f"{result.key}: {backend.name} done in {case.seconds:.0f} s")
         if case.profile is not None and case.profile.roofline:
             case.files.append(_plot(case.profile.roofline, job.out_dir / "roofline.png", result.key, session))

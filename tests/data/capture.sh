@@ -30,3 +30,6 @@ ls -la $C; tar -czf $OUT/captures.tar.gz -C /tmp captures
 # gpt2_stack.ncu.csv comes from the wired plugin itself, when it still asked ncu for mangled names (these
 # kernels' mangled names are their function names): the case folder's ncu.csv of
 #   ci/device_pytest.sh gpt2_stack_ncu "perf_tests/test_gpt2.py::test_gpt2[stack]" --profile=ncu
+# gpt2_reference.* and gpt2_amp_bf16.*: the test process's trace.json (gzipped) and the case folder's ncu.csv of
+#   ci/device_pytest.sh gpt2_a perf_tests/test_gpt2.py --profile=ncu -k "reference or tf32 or amp_bf16"
+# (amp_bf16's from a later run, after launch__registers_per_thread joined the metrics).

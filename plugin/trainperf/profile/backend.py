@@ -9,9 +9,10 @@ Top-5 of the test process's own torch.profiler trace). No torch or pytest here: 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -73,9 +74,17 @@ def child_argv(job: Job, torch_trace: bool = False) -> list[str]:
     return argv + (["--trainperf-child-torch"] if torch_trace else [])
 
 
-def run_logged(argv: Sequence[str], job: Job, log_name: str, output_name: str | None = None) -> None:
-    """Run ``argv`` from the rootdir, its output in ``out_dir/log_name`` (its standard output alone in
-    ``out_dir/output_name`` when given); ProfileError on failure, timeout or ncu's permission error."""
+def run_logged(
+    argv: Sequence[str],
+    job: Job,
+    log_name: str,
+    output_name: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> None:
+    """Run ``argv`` from the rootdir (``extra_env`` added to its environment), its output in
+    ``out_dir/log_name`` (its standard output alone in ``out_dir/output_name`` when given); ProfileError
+    on failure, timeout or ncu's permission error."""
+    env = None if extra_env is None else {**os.environ, **extra_env}
     job.out_dir.mkdir(parents=True, exist_ok=True)
     log = job.out_dir / log_name
     tool = Path(argv[0]).name
@@ -83,7 +92,7 @@ def run_logged(argv: Sequence[str], job: Job, log_name: str, output_name: str | 
         stdout = stack.enter_context((job.out_dir / output_name).open("w")) if output_name else handle
         try:
             done = subprocess.run(
-                list(argv), cwd=job.rootdir, stdout=stdout, stderr=handle, timeout=job.timeout_s, check=False
+                list(argv), cwd=job.rootdir, env=env, stdout=stdout, stderr=handle, timeout=job.timeout_s, check=False
             )
         except subprocess.TimeoutExpired:
             raise ProfileError(f"{tool} timed out after {job.timeout_s:g} s (log: {log})") from None

@@ -66,7 +66,8 @@ def read_nsys_sqlite(path: Path) -> Capture:
             launches = pd.read_sql_query(
                 "SELECT k.start, k.end, n.value AS name, s.value AS short, m.value AS mangled, r.start AS launch, "
                 "'(' || k.gridX || ', ' || k.gridY || ', ' || k.gridZ || ')' AS grid, "
-                "'(' || k.blockX || ', ' || k.blockY || ', ' || k.blockZ || ')' AS block "
+                "'(' || k.blockX || ', ' || k.blockY || ', ' || k.blockZ || ')' AS block, "
+                "k.registersPerThread AS registers "
                 "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
                 "JOIN StringIds n ON n.id = k.demangledName JOIN StringIds s ON s.id = k.shortName "
                 "LEFT JOIN StringIds m ON m.id = k.mangledName "
@@ -107,7 +108,7 @@ def read_torch_trace(path: Path) -> Capture:
         for e in events
         if e.get("cat") == "user_annotation"
     ]
-    columns = ["start", "end", "name", "short", "mangled", "launch", "grid", "block"]
+    columns = ["start", "end", "name", "short", "mangled", "launch", "grid", "block", "registers"]
     return Capture(
         pd.DataFrame(rows, columns=columns), pd.DataFrame(ranges, columns=["name", "start", "end"]), str(path), unit
     )
@@ -125,6 +126,7 @@ def _torch_row(event: dict[str, Any], launch_us: float) -> dict[str, Any]:
         "launch": start if event.get("cat") == "cpu_op" else launch_us * 1e3,
         "grid": _dims(args.get("grid")),
         "block": _dims(args.get("block")),
+        "registers": args.get("registers per thread"),
     }
 
 
@@ -187,9 +189,9 @@ def top_kernels(table: pd.DataFrame, count: int = TOP) -> pd.DataFrame:
 
 
 def launch_configs(launches: pd.DataFrame, names: pd.Series) -> pd.DataFrame:
-    """The distinct (name, short, grid, block) launch configurations of the kernels named."""
+    """The distinct (name, short, grid, block, registers per thread) launch configurations of the kernels named."""
     chosen = launches[launches["name"].isin(set(names))]
-    return chosen[["name", "short", "grid", "block"]].drop_duplicates().reset_index(drop=True)
+    return chosen[["name", "short", "grid", "block", "registers"]].drop_duplicates().reset_index(drop=True)
 
 
 @dataclass(frozen=True)

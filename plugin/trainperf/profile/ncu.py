@@ -20,6 +20,12 @@ from trainperf.profile.tools import Tool
 REPORT = "ncu"  # ncu.ncu-rep and ncu.csv in the job's folder
 SECTIONS = ("SpeedOfLight", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart")
 PIPE_METRICS = tuple(PIPE.format(op) for parts in PIPE_FLOPS.values() for op, _ in parts)
+# the test process compiled this case already, so the child's compile hits the caches: no worker pool
+CHILD_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+LOOK_ALIKE = (
+    "not profiled: another Top-5 kernel has its function name, grid, block and registers; ncu cannot tell them apart"
+)
+REGISTERS = "launch__registers_per_thread"  # with grid and block, tells a function's instantiations apart
 LAUNCHES_PER_CONFIG = 1  # profiled launches of each kernel per distinct grid/block/shared-memory shape
 
 
@@ -32,9 +38,11 @@ def profile_argv(tool: Tool, job: Job, top: pd.DataFrame) -> list[str]:
     sections = [arg for section in SECTIONS for arg in ("--section", section)]
     return [
         str(tool.path), "--clock-control", "none", "--profile-from-start", "off",
+        "--target-processes", "application-only",
         "--kernel-name-base", "function", "--kernel-name", kernel_filter(top),
         "--launch-count", str(LAUNCHES_PER_CONFIG), "--filter-mode", "per-launch-config",
-        *sections, "--metrics", ",".join(PIPE_METRICS), "--force-overwrite", "--export", str(job.out_dir / REPORT),
+        *sections, "--metrics", ",".join((*PIPE_METRICS, REGISTERS)),
+        "--force-overwrite", "--export", str(job.out_dir / REPORT),
         *child_argv(job),
     ]  # fmt: skip
 
@@ -54,7 +62,7 @@ class NcuProfiler:
 
     def profile(self, job: Job) -> Profile:
         found = self.timeline.profile(job)
-        run_logged(profile_argv(self.tool, job, found.top), job, "ncu.log")
+        run_logged(profile_argv(self.tool, job, found.top), job, "ncu.log", extra_env=CHILD_ENV)
         require_child_ran(job)
         raw_csv = job.out_dir / f"{REPORT}.csv"
         run_logged(import_argv(self.tool, job), job, "ncu-import.log", output_name=raw_csv.name)
@@ -65,29 +73,50 @@ class NcuProfiler:
         return dataclasses.replace(
             found,
             tool=f"{found.tool} + ncu {self.tool.version}",
-            top=with_roofline(found.top, points),
+            top=with_roofline(found.top, points, look_alikes(found.configs)),
             roofline=points,
             files=[*found.files, job.out_dir / f"{REPORT}.ncu-rep"],
         )
 
 
 def label_launches(raw: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
-    """ncu's launches renamed to the full name of the Top-5 kernel with the same function name, grid and
-    block; launches that match none, or several (one function, one shape, two instantiations), are dropped."""
+    """ncu's launches renamed to the full name of the Top-5 kernel with the same function name, grid, block
+    (and registers per thread, where both sides have them); launches that match none, or several (two
+    instantiations of one function that launch alike), are dropped."""
     missing = [c for c in ("Grid Size", "Block Size") if c not in raw.columns]
     if missing:
         raise ProfileFormatError(f"ncu raw page without {missing}: cannot match launches to kernels")
-    shapes = configs.assign(key=configs["short"] + " " + configs["grid"] + " " + configs["block"])
-    owners = shapes.groupby("key")["name"].unique()
-    unique = {key: names[0] for key, names in owners.items() if len(names) == 1}
+    with_registers = REGISTERS in raw.columns
     keys = raw["Kernel Name"].map(short_name) + " " + raw["Grid Size"] + " " + raw["Block Size"]
+    if with_registers:
+        keys += " " + raw[REGISTERS].fillna(-1).astype(int).astype(str)
+    owners = _owners(configs, with_registers)
+    unique = {key: names[0] for key, names in owners.items() if len(names) == 1}
     labelled = raw.assign(**{"Kernel Name": keys.map(unique)})
     return labelled[labelled["Kernel Name"].notna()].reset_index(drop=True)
 
 
-def with_roofline(top: pd.DataFrame, points: list[RooflinePoint]) -> pd.DataFrame:
-    """The Top-5 table with each kernel's roofline columns (empty where ncu profiled none of its launches)."""
+def _owners(configs: pd.DataFrame, with_registers: bool) -> pd.Series:
+    """Per launch shape (function name, grid, block, registers), the Top-5 kernels that launch with it."""
+    shapes = configs["short"] + " " + configs["grid"] + " " + configs["block"]
+    if with_registers and configs["registers"].notna().all():
+        shapes += " " + configs["registers"].astype(int).astype(str)
+    return configs.assign(key=shapes).groupby("key")["name"].unique()
+
+
+def look_alikes(configs: pd.DataFrame) -> set[str]:
+    """Top-5 kernels that share a launch shape with another one: ncu profiles one launch of a shape only."""
+    return {name for names in _owners(configs, True) if len(names) > 1 for name in names}
+
+
+def with_roofline(top: pd.DataFrame, points: list[RooflinePoint], look_alike: set[str] | None = None) -> pd.DataFrame:
+    """The Top-5 table with each kernel's roofline columns (empty where ncu profiled none of its launches,
+    with the reason where another Top-5 kernel launches alike)."""
     columns = ["kernel", "launches", "precision", "tensor_cores", "intensity", "roof_share", "bound", "reason"]
     found = pd.DataFrame([p.as_dict() for p in points], columns=[*columns, "achieved_flops"])
     found = found.rename(columns={"kernel": "name", "launches": "profiled"})
-    return top.merge(found, on="name", how="left")
+    table = top.merge(found, on="name", how="left")
+    alike = table["name"].isin(look_alike or set()) & table["bound"].isna()
+    table["reason"] = table["reason"].astype(object)
+    table.loc[alike, "reason"] = LOOK_ALIKE
+    return table
