@@ -160,6 +160,20 @@ def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_docume
     junit = (pytester.path / "junit.xml").read_text()
     assert 'name="trainperf_top1_kernel" value="aten::' in junit
     assert 'name="trainperf_profile_tool" value="torch.profiler' in junit
+    report = (pytester.path / "out" / "report.html").read_text()
+    assert "toy/reference: reference" in report and "toy/variant: best" in report
+    assert (pytester.path / "out" / "report.md").is_file()
+    result.stdout.fnmatch_lines(["note: report written to out/report.html (and report.md)*"])
+
+
+def test_pytest_html_rows_carry_the_top5(toy_suite) -> None:
+    pytest.importorskip("pytest_html", reason="pytest-html not installed")
+    pytester = toy_suite()
+    result = pytester.runpytest(*BASE, "--profile=torch", "--html=page.html", "--self-contained-html")
+    result.assert_outcomes(passed=2)
+    page = (pytester.path / "page.html").read_text()
+    assert page.count("trainperf-top5") == 2  # one Top-5 table per case row
+    assert "Top-5 operators of one iteration" in page
 
 
 def test_profiler_failure_is_one_note_and_never_a_verdict(toy_suite) -> None:

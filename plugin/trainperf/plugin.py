@@ -150,6 +150,21 @@ def _marker_value(name: str, marked: dict[str, Any]) -> Any:
     return resolved.value
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """With pytest-html, a profiled case's row gets its Top-5 table and roofline chart."""
+    outcome = yield
+    report = outcome.get_result()
+    lazy = item.config.stash.get(SESSION_KEY, None)
+    if report.when != "call" or lazy is None or lazy.session is None or not item.config.pluginmanager.hasplugin("html"):
+        return
+    results = [r for r in lazy.session.results if r.nodeid == item.nodeid]
+    if results:
+        from trainperf.report.html_extras import extras_for
+
+        report.extras = [*getattr(report, "extras", []), *extras_for(results[-1])]
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     lazy = session.config.stash.get(SESSION_KEY, None)
     if lazy is None or lazy.session is None:
@@ -161,6 +176,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         path = write_run_document(perf, perf.settings.report)
         perf.note(f"run document written to {path}")
+        _write_report(perf, path)
+
+
+def _write_report(perf: Any, run_document: Path) -> None:
+    """report.html and report.md beside the run document; a failure is a note, the run stands."""
+    from trainperf.report.document import load
+    from trainperf.report.experiment import build_report
+    from trainperf.report.pages import write_html, write_markdown
+
+    try:
+        report = build_report([load(run_document)])
+        html = write_html(report, run_document.parent)
+        write_markdown(report, run_document.parent)
+    except Exception as error:  # the run's results are written already: the report only adds a view of them
+        perf.note(f"report not written: {type(error).__name__}: {error}")
+        return
+    perf.note(f"report written to {html} (and report.md); re-render with: trainperf report {run_document} -o DIR")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -19,6 +19,13 @@ MEMORY_ROOFS = (("DRAM", "peak_bandwidth", "dram_bytes", "o"), ("L2", "peak_l2_b
 
 def plot_roofline(points: Sequence[RooflinePoint], path: Path, title: str) -> Path:
     """Write the chart of ``points`` to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    roofline_figure(points, title).savefig(path, dpi=110)
+    return path
+
+
+def roofline_figure(points: Sequence[RooflinePoint], title: str) -> Figure:
+    """The chart of ``points``."""
     figure = Figure(figsize=(8, 5.5))  # no pyplot: no global state, no display needed
     axes = figure.subplots()
     intensities = _axis(points)
@@ -52,9 +59,7 @@ def plot_roofline(points: Sequence[RooflinePoint], path: Path, title: str) -> Pa
                 title_fontsize=7)  # fmt: skip
     axes.grid(True, which="major", linewidth=0.3)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    return path
+    return figure
 
 
 def _axis(points: Sequence[RooflinePoint]) -> np.ndarray:

@@ -1,0 +1,88 @@
+"""``trainperf``: reports from run documents, without re-running anything.
+
+trainperf report RUN.json [RUN.json ...] -o DIR   write DIR/report.html and DIR/report.md
+trainperf compare A.json B.json                  per-case differences from A to B
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from trainperf.report.document import RunDocument, RunDocumentError, cases_frame, load, merged_cases
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="trainperf", description="Reports from trainperf run documents.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="write report.html and report.md from run documents")
+    report.add_argument("runs", nargs="+", type=Path, help="run.json files (a case in several: the last wins)")
+    report.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
+    compare = commands.add_parser("compare", help="print per-case differences between two run documents")
+    compare.add_argument("before", type=Path)
+    compare.add_argument("after", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "report":
+            return _report([load(path) for path in args.runs], args.output)
+        return _compare(load(args.before), load(args.after))
+    except RunDocumentError as error:
+        print(f"trainperf: {error}", file=sys.stderr)
+        return 2
+
+
+def _report(documents: list[RunDocument], output: Path) -> int:
+    from trainperf.report.experiment import build_report
+    from trainperf.report.pages import write_html, write_markdown
+
+    report = build_report(documents)
+    for path in (write_html(report, output), write_markdown(report, output)):
+        print(f"trainperf: wrote {path}")
+    return 0
+
+
+def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
+    """Per case: median ms before and after, the change, speedups and verdicts; a case in one only shows
+    blanks on the other side."""
+    columns = ["case", "median_ms", "speedup", "verdict"]
+    old = cases_frame(merged_cases([before]))[columns]
+    new = cases_frame(merged_cases([after]))[columns]
+    both = old.merge(new, on="case", how="outer", suffixes=(" A", " B"), sort=False)
+    change = both["median_ms B"] / both["median_ms A"] - 1.0
+    return pd.DataFrame(
+        {
+            "case": both["case"],
+            "A ms": both["median_ms A"].map(_number),
+            "B ms": both["median_ms B"].map(_number),
+            "change": change.map(lambda v: "" if pd.isna(v) else f"{v:+.1%}"),
+            "A speedup": both["speedup A"].map(_times),
+            "B speedup": both["speedup B"].map(_times),
+            "A verdict": both["verdict A"].fillna("(absent)"),
+            "B verdict": both["verdict B"].fillna("(absent)"),
+        }
+    )
+
+
+def _compare(before: RunDocument, after: RunDocument) -> int:
+    print(f"A: {before.path} ({before.machine.get('name', 'unknown device')})")
+    print(f"B: {after.path} ({after.machine.get('name', 'unknown device')})")
+    if before.machine.get("name") != after.machine.get("name"):
+        print("note: A and B ran on different devices: the differences include the device")
+    print(compare_table(before, after).to_string(index=False))
+    return 0
+
+
+def _number(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:.3f}"
+
+
+def _times(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:.2f}x"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

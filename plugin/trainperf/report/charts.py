@@ -1,0 +1,54 @@
+"""The report's charts as PNG bytes: per-iteration times against the baseline band, and a case's roofline
+rebuilt from its run-document entry. matplotlib without pyplot."""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from trainperf.profile.roofline import RooflinePoint
+from trainperf.report.roofline_plot import roofline_figure
+
+COLUMNS = 3
+
+
+def png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
+def timing_chart(cases: list[dict[str, Any]], title: str) -> bytes:
+    """One panel per case: each timed iteration's ms, the run's median, and the stored baseline's
+    median with its interquartile band where the run document has them."""
+    rows = math.ceil(len(cases) / COLUMNS)
+    figure = Figure(figsize=(4.2 * COLUMNS, 2.6 * rows))
+    axes_grid = figure.subplots(rows, COLUMNS, squeeze=False)
+    for axes, case in zip(axes_grid.flat, cases, strict=False):
+        samples = [seconds * 1000.0 for seconds in case["stats"]["data"]]
+        info = case["extra_info"]
+        axes.plot(range(1, len(samples) + 1), samples, marker=".", linewidth=0.8, label="this run")
+        axes.axhline(info["summary_ms"]["median"], linewidth=0.8, linestyle=":", color="C0")
+        band = info.get("baseline_summary_ms")
+        if band:
+            axes.axhspan(band["q1"], band["q3"], color="C2", alpha=0.2, label="baseline IQR")
+        if info.get("baseline_median_ms"):
+            axes.axhline(info["baseline_median_ms"], color="C2", linewidth=1, label="baseline median")
+        axes.set_title(case["name"], fontsize=9)
+        axes.set_xlabel("timed iteration", fontsize=8)
+        axes.set_ylabel("ms", fontsize=8)
+        axes.tick_params(labelsize=7)
+    for axes in list(axes_grid.flat)[len(cases) :]:
+        axes.set_visible(False)
+    axes_grid.flat[0].legend(fontsize=7)
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return png(figure)
+
+
+def roofline_chart(points: list[dict[str, Any]], title: str) -> bytes:
+    """A case's roofline from the ``roofline`` points of its run-document profile."""
+    return png(roofline_figure([RooflinePoint(**point) for point in points], title))

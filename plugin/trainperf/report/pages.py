@@ -1,0 +1,144 @@
+"""The experiment report written as ``report.html`` (one self-contained page: charts embedded, every text
+escaped) and ``report.md`` (charts as PNG files beside it)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from trainperf.report.experiment import CaseProfileView, Report, WorkloadSection
+
+HTML_FILE = "report.html"
+MARKDOWN_FILE = "report.md"
+IMAGES = "report-images"
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+td.name, ol.names { font-family: monospace; font-size: 0.8em; overflow-wrap: anywhere; }
+td.name { max-width: 22em; }
+.pair { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 1.5em; }
+.verdict { font-weight: 600; }
+img { max-width: 100%; border: 1px solid #ddd; }
+.fail { color: #b00; }
+"""
+
+
+def write_html(report: Report, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_text(report.title)}</title>",
+        f"<style>{STYLE}</style></head><body><h1>{_text(report.title)}</h1>",
+        "<h2>Device</h2>",
+        table_html(report.device),
+        "<h3>Clocks seen (before and after each case's timed run)</h3>",
+        table_html(report.clocks) if not report.clocks.empty else "<p>no clock readings (CPU run)</p>",
+    ]
+    parts += [_html_section(section) for section in report.sections]
+    if report.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_text(n)}</li>" for n in report.notes) + "</ul>")
+    parts.append("<p>From " + ", ".join(f"<code>{_text(s)}</code>" for s in report.sources) + "</p></body></html>")
+    path = directory / HTML_FILE
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def _html_section(section: WorkloadSection) -> str:
+    profiles = "".join(_html_profile(view) for view in section.profiles)
+    return (
+        f"<h2>{_text(section.name)}</h2>{table_html(section.cases)}"
+        f"<div class='pair'>{profiles}</div>"
+        f"<h3>Time per iteration</h3>{_image(section.timing_png, section.name + ': time per iteration')}"
+    )
+
+
+def _html_profile(view: CaseProfileView) -> str:
+    parts = [f"<div><h3>{_text(view.case)}: {_text(view.role)}</h3><p>{_text(view.summary)}</p>"]
+    if view.verdict:
+        parts.append(f"<p class='verdict'>{_text(view.verdict)}</p>")
+    if not view.top.empty:
+        unit = str(view.top.columns[1])  # "kernel" or "operator"
+        parts.append(table_html(view.top.drop(columns="full name"), name_column=unit))
+        names = "".join(f"<li>{_text(name)}</li>" for name in view.top["full name"])
+        parts.append(f"<details><summary>full {unit} names</summary><ol class='names'>{names}</ol></details>")
+    if view.reasons:
+        parts.append("<ul>" + "".join(f"<li>{_text(reason)}</li>" for reason in view.reasons) + "</ul>")
+    if view.roofline_png:
+        parts.append(_image(view.roofline_png, view.case + " roofline"))
+    return "".join(parts) + "</div>"
+
+
+def table_html(frame: pd.DataFrame, name_column: str | None = None) -> str:
+    """A table with every cell escaped; the long kernel names in a narrow monospace column."""
+    head = "".join(f"<th>{_text(column)}</th>" for column in frame.columns)
+    rows = []
+    for record in frame.itertuples(index=False):
+        cells = []
+        for column, value in zip(frame.columns, record, strict=True):
+            css = " class='name'" if column == name_column else ""
+            cells.append(f"<td{css}>{_text(_cell(value))}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _cell(value: object) -> str:
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
+def _image(data: bytes, alt: str) -> str:
+    encoded = base64.b64encode(data).decode("ascii")
+    return f"<img alt='{_text(alt)}' src='data:image/png;base64,{encoded}'>"
+
+
+def _text(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def write_markdown(report: Report, directory: Path) -> Path:
+    images = directory / IMAGES
+    images.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {report.title}", "", "## Device", "", _markdown(report.device), ""]
+    if not report.clocks.empty:
+        lines += ["### Clocks seen (before and after each case's timed run)", "", _markdown(report.clocks), ""]
+    for section in report.sections:
+        lines += [f"## {section.name}", "", _markdown(section.cases), ""]
+        for view in section.profiles:
+            lines += _markdown_profile(view, images)
+        timing = _save(section.timing_png, images / f"{_slug(section.name)}-timing.png")
+        lines += ["### Time per iteration", "", f"![{section.name}: time per iteration]({IMAGES}/{timing.name})", ""]
+    if report.notes:
+        lines += ["## Notes", "", *[f"- {note}" for note in report.notes], ""]
+    lines += ["From " + ", ".join(f"`{source}`" for source in report.sources), ""]
+    path = directory / MARKDOWN_FILE
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def _markdown_profile(view: CaseProfileView, images: Path) -> list[str]:
+    lines = [f"### {view.case}: {view.role}", "", view.summary, ""]
+    if view.verdict:
+        lines += [f"**{view.verdict}**", ""]
+    if not view.top.empty:
+        lines += [_markdown(view.top.drop(columns="full name")), ""]
+    lines += [*view.reasons, ""] if view.reasons else []
+    if view.roofline_png:
+        chart = _save(view.roofline_png, images / f"{_slug(view.case)}-roofline.png")
+        lines += [f"![{view.case} roofline]({IMAGES}/{chart.name})", ""]
+    return lines
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    return str(frame.to_markdown(index=False))
+
+
+def _save(data: bytes, path: Path) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _slug(name: str) -> str:
+    return "".join(char if char.isalnum() or char in "-_" else "-" for char in name)

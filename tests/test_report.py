@@ -1,0 +1,159 @@
+"""The experiment report and the ``trainperf`` command, on run documents captured on the H100."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from trainperf import cli
+from trainperf.report.document import RunDocumentError, load
+from trainperf.report.experiment import build_report
+from trainperf.report.pages import write_html, write_markdown
+
+DATA = Path(__file__).parent / "data"
+RUNS = [DATA / "h100_digits_ncu.run.json", DATA / "h100_gpt2_ncu.run.json"]  # --profile=ncu, H100
+PNG = b"\x89PNG\r\n\x1a\n"
+TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody", "tr",
+        "th", "td", "div", "img", "ul", "ol", "li", "details", "summary", "code"}  # fmt: skip
+
+
+class Page(HTMLParser):
+    """Tags, images and text of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.images: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag == "img":
+            self.images.append(dict(attrs)["src"] or "")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    assert cli.main(["report", *map(str, RUNS), "-o", str(out)]) == 0
+    return out
+
+
+def parsed(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def test_html_holds_every_case_and_the_two_profiles_per_workload(rendered: Path) -> None:
+    page = parsed(rendered / "report.html")
+    text = " ".join(page.text)
+    for run in RUNS:
+        for case in json.loads(run.read_text())["benchmarks"]:
+            assert case["name"] in text
+    assert "digits/reference: reference" in text and "digits/channels_last: best (9.39x the reference)" in text
+    assert "gpt2/reference: reference" in text and "gpt2/amp_bf16: best (2.31x the reference)" in text
+    assert "I/O-bound: the host waited for data 91% of the iteration: more loader workers" in text
+    assert "FP32 FFMA path at 74% of the FP32 roof: enable TF32 or bf16 tensor cores" in text
+    assert "NVIDIA H100 80GB HBM3" in text and "580.159.04" in text  # the device
+    assert "throttle" in text and "1980" in text  # the clocks seen
+
+
+def test_html_embeds_every_chart_and_escapes_kernel_names(rendered: Path) -> None:
+    source = (rendered / "report.html").read_text(encoding="utf-8")
+    page = parsed(rendered / "report.html")
+    assert page.tags <= TAGS  # no markup came from a kernel name
+    assert len(page.images) == 6  # per workload: two rooflines and the timing chart
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == PNG
+    assert "void cutlass::Kernel2&lt;cutlass_80_simt_sgemm_256x128_8x4_nn_align1&gt;" in source
+    assert "<cutlass_80" not in source and "void cutlass::Kernel2<" in " ".join(page.text)
+
+
+def test_markdown_has_the_tables_and_its_charts_beside_it(rendered: Path) -> None:
+    markdown = (rendered / "report.md").read_text(encoding="utf-8")
+    assert "| gpt2/amp_bf16 " in markdown and "| digits/channels_last " in markdown
+    charts = re.findall(r"!\[[^]]*\]\((report-images/[^)]+)\)", markdown)
+    assert len(charts) == 6
+    for chart in charts:
+        assert (rendered / chart).read_bytes()[:8] == PNG
+
+
+def test_a_case_in_two_documents_keeps_the_later_one(tmp_path: Path) -> None:
+    later = json.loads(RUNS[1].read_text())
+    later["benchmarks"] = later["benchmarks"][:1]
+    later["benchmarks"][0]["extra_info"]["summary_ms"]["median"] = 123.456
+    (tmp_path / "later.json").write_text(json.dumps(later))
+    report = build_report([load(RUNS[1]), load(tmp_path / "later.json")])
+    (section,) = report.sections
+    assert section.cases["ms/iter (± IQR)"].iloc[0].startswith("123.456 ± ")
+    assert len(section.cases) == 3
+
+
+def test_compare_prints_per_case_differences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    slower = json.loads(RUNS[1].read_text())
+    slower["benchmarks"][0]["extra_info"]["summary_ms"]["median"] *= 1.25
+    del slower["benchmarks"][2]
+    (tmp_path / "b.json").write_text(json.dumps(slower))
+    assert cli.main(["compare", str(RUNS[1]), str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"gpt2/reference\s+207\.844\s+259\.805\s+\+25\.0%", out)
+    assert re.search(r"gpt2/amp_bf16\s+90\.146\s+.*pass\s+\(absent\)", out)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read it"),
+        ("{", "not JSON"),
+        ('{"results": []}', "not a trainperf run document (no 'benchmarks' list)"),
+        ('{"benchmarks": [{"name": "x/y", "group": "x", "stats": {}, "extra_info": {}}]}', "case x/y lacks"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
+) -> None:
+    path = tmp_path / "run.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(RunDocumentError, match=re.escape(message)):
+        load(path)
+    assert cli.main(["report", str(path), "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(f"trainperf: {path}: ")
+
+
+def test_report_written_from_a_real_run_renders_in_headless_chromium(tmp_path: Path) -> None:
+    """Chromium loads the page: every image decodes (no broken image), and a screenshot is taken."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("headless Chromium not installed (Debian: apt-get install chromium)")
+    report = build_report([load(path) for path in RUNS])
+    page = write_html(report, tmp_path)
+    write_markdown(report, tmp_path)
+    probe = tmp_path / "probe.html"  # the page plus a script that counts images that failed to decode
+    script = "<script>onload=()=>{document.body.dataset.broken=[...document.images]"
+    script += ".filter(i=>!i.complete||i.naturalWidth===0).length}</script>"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"), encoding="utf-8")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]  # fmt: skip
+    dom = subprocess.run(
+        [browser, *flags, "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert 'data-broken="0"' in dom
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [browser, *flags, "--window-size=1400,2400", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert shot.read_bytes()[:8] == PNG and shot.stat().st_size > 50_000
