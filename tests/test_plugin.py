@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -43,8 +44,11 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
     again = pytester.runpytest(*BASE, "--perf-strict")
     again.assert_outcomes(passed=2)
 
-    second = pytester.runpytest(*BASE, "--update-baselines")
-    second.stdout.fnmatch_lines(["  toy/reference: * ms -> * ms (*%)"])
+    second = pytester.runpytest(*BASE, "--update-baselines", "--perf-report=out")
+    second.stdout.fnmatch_lines(["  toy/reference: * ms -> * ms (*%)", "note: baseline changes written to out/*"])
+    body = (pytester.path / "out" / "baseline-changes.md").read_text()  # the refresh pull request's body
+    assert f"in `{baseline_file(pytester).name}`:" in body
+    assert re.search(r"\| toy/reference +\| +\d+\.\d{3} +\| +\d+\.\d{3} +\| [+-]\d+\.\d%", body)
 
 
 def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
@@ -193,3 +197,30 @@ def test_no_trainperf_cases_leave_the_session_alone(pytester: pytest.Pytester) -
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert "trainperf:" not in result.stdout.str()
+
+
+def test_xdist_workers_write_their_own_run_documents_and_the_controller_merges_them(toy_suite) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist not installed")
+    pytester = toy_suite()
+    result = pytester.runpytest(*BASE, "-n", "2", "--perf-report=out")
+    result.assert_outcomes(passed=2)
+    out = pytester.path / "out"
+    assert sorted(p.name for p in out.glob("run-gw*.json")) == ["run-gw0.json", "run-gw1.json"]
+    merged = json.loads((out / "run.json").read_text())
+    assert sorted(case["name"] for case in merged["benchmarks"]) == ["toy/reference", "toy/variant"]
+    assert sorted(worker["file"] for worker in merged["workers"]) == ["run-gw0.json", "run-gw1.json"]
+    assert "toy/variant" in (out / "report.html").read_text()
+    result.stdout.fnmatch_lines(
+        [
+            "*trainperf: the xdist workers' cases*",
+            "*toy/reference*",
+            "note: run documents of 2 workers (run-gw0.json, run-gw1.json) merged into out/run.json",
+        ]
+    )
+
+
+def test_gpu_per_worker_needs_a_gpu_for_each_worker(toy_suite) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist not installed")
+    result = toy_suite().runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker", "--perf-report=out")
+    result.stdout.fnmatch_lines(["*worker gw* has no GPU of its own (0 visible): run at most -n 0*"])
+    assert result.ret != 0

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from trainperf import workers
 from trainperf.baselines import BaselineError
 from trainperf.profile.child import ChildRun
 from trainperf.settings import OPTIONS, Resolved, SettingError, build_settings, resolve
@@ -63,7 +64,28 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     child = config.getoption("trainperf_child")
     child_run = None if child is None else ChildRun(Path(child), bool(config.getoption("trainperf_child_torch")))
-    config.stash[SESSION_KEY] = _LazySession(build_settings(values, config.rootpath), child_run, config)
+    settings = build_settings(values, config.rootpath)
+    _set_up_workers(settings, config)
+    config.stash[SESSION_KEY] = _LazySession(settings, child_run, config)
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    return config.pluginmanager.hasplugin("dsession")
+
+
+def _set_up_workers(settings: Any, config: pytest.Config) -> None:
+    """With --perf-gpu-per-worker, each xdist worker sees its own GPU; the controller clears the run
+    files of earlier runs that it will merge."""
+    worker = workers.worker_id(os.environ)
+    if settings.gpu_per_worker and worker is not None:
+        try:
+            gpu = workers.gpu_of_worker(worker, os.environ, workers.nvml_gpu_count())
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu  # before CUDA starts: torch reads it then
+    if _is_xdist_controller(config) and settings.report is not None:
+        for stale in workers.stale_worker_files(Path(settings.report)):
+            stale.unlink()
 
 
 class _LazySession:
@@ -74,6 +96,7 @@ class _LazySession:
         self.child = child
         self.config = config
         self.session: Any = None
+        self.merged_lines: list[str] = []  # the xdist controller's summary of what its workers ran
 
     def get(self) -> Any:
         if self.session is None:
@@ -167,20 +190,49 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     lazy = session.config.stash.get(SESSION_KEY, None)
-    if lazy is None or lazy.session is None:
+    if lazy is None:
+        return
+    if lazy.session is None:
+        if _is_xdist_controller(session.config) and lazy.settings.report is not None:
+            lazy.merged_lines = _merge_workers(Path(lazy.settings.report))
         return
     perf = lazy.session
     perf.write_baselines()
+    if perf.changes and perf.settings.report is not None:
+        from trainperf.report.baseline_changes import write_changes
+
+        path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, perf.settings.report)
+        perf.note(f"baseline changes written to {path}")
     if perf.settings.report is not None and perf.results:
         from trainperf.report.rundoc import write_run_document
 
-        path = write_run_document(perf, perf.settings.report)
+        path = write_run_document(perf, perf.settings.report, workers.run_file(os.environ))
         perf.note(f"run document written to {path}")
-        _write_report(perf, path)
+        if workers.worker_id(os.environ) is None:
+            perf.note(_write_report(path))
 
 
-def _write_report(perf: Any, run_document: Path) -> None:
-    """report.html and report.md beside the run document; a failure is a note, the run stands."""
+def _merge_workers(report: Path) -> list[str]:
+    """The controller of xdist workers: their run documents merged into run.json, and the report."""
+    import json
+
+    from trainperf.report.document import cases_frame, load, merge
+    from trainperf.report.experiment import display_cases
+
+    found = workers.stale_worker_files(report)
+    if not found:
+        return []
+    merged = merge([load(path) for path in found])
+    path = report / workers.RUN_FILE
+    path.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+    names = ", ".join(p.name for p in found)
+    table = display_cases(cases_frame(merged["benchmarks"])).to_string(index=False).splitlines()
+    notes = [f"run documents of {len(found)} workers ({names}) merged into {path}", _write_report(path)]
+    return table + ["note: " + note for note in [*merged["notes"], *notes]]
+
+
+def _write_report(run_document: Path) -> str:
+    """report.html and report.md beside the run document; says where, or why not (the run stands)."""
     from trainperf.report.document import load
     from trainperf.report.experiment import build_report
     from trainperf.report.pages import write_html, write_markdown
@@ -190,13 +242,16 @@ def _write_report(perf: Any, run_document: Path) -> None:
         html = write_html(report, run_document.parent)
         write_markdown(report, run_document.parent)
     except Exception as error:  # the run's results are written already: the report only adds a view of them
-        perf.note(f"report not written: {type(error).__name__}: {error}")
-        return
-    perf.note(f"report written to {html} (and report.md); re-render with: trainperf report {run_document} -o DIR")
+        return f"report not written: {type(error).__name__}: {error}"
+    return f"report written to {html} (and report.md); re-render with: trainperf report {run_document} -o DIR"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     lazy = config.stash.get(SESSION_KEY, None)
+    if lazy is not None and lazy.merged_lines:
+        terminalreporter.write_sep("=", "trainperf: the xdist workers' cases")
+        for line in lazy.merged_lines:
+            terminalreporter.write_line(line)
     if lazy is None or lazy.session is None:
         return
     from trainperf.report.terminal import write_summary

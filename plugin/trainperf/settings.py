@@ -160,6 +160,14 @@ OPTIONS: dict[str, OptionSpec] = {
             None,
         ),
         OptionSpec(
+            "gpu_per_worker",
+            "--perf-gpu-per-worker",
+            "under pytest-xdist (-n N), worker gwK runs on the K-th GPU alone (CUDA_VISIBLE_DEVICES)",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+        OptionSpec(
             "strict",
             "--perf-strict",
             "fail a case that has no stored baseline instead of passing it with a note",
@@ -220,6 +228,7 @@ class Settings:
     sources: Mapping[str, str]
     peak_tflops: float | None = None
     profile_timeout: float = 900.0
+    gpu_per_worker: bool = False
 
 
 def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
@@ -237,5 +246,6 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         strict=values["strict"].value,
         peak_tflops=values["peak_tflops"].value,
         profile_timeout=values["profile_timeout"].value,
+        gpu_per_worker=values["gpu_per_worker"].value,
         sources={name: resolved.source for name, resolved in values.items()},
     )

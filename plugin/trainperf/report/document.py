@@ -64,6 +64,18 @@ def merged_cases(documents: list[RunDocument]) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
+def merge(documents: list[RunDocument]) -> dict[str, Any]:
+    """One run document from the workers' documents of one run: every case, every note once, the
+    first worker's machine, and which worker file each came from."""
+    first = documents[0].data
+    return {
+        **first,
+        "benchmarks": [case for document in documents for case in document.cases],
+        "notes": list(dict.fromkeys(note for document in documents for note in document.data.get("notes", []))),
+        "workers": [{"file": document.path.name, "machine_info": document.machine} for document in documents],
+    }
+
+
 def cases_frame(cases: list[dict[str, Any]]) -> pd.DataFrame:
     """One row of figures per case (numbers, not text; None where a figure is unknown)."""
     rows = []

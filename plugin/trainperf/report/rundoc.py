@@ -71,8 +71,8 @@ def run_document(session: PerfSession) -> dict[str, Any]:
     }
 
 
-def write_run_document(session: PerfSession, directory: Path) -> Path:
+def write_run_document(session: PerfSession, directory: Path, name: str = RUN_FILE) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / RUN_FILE
+    path = directory / name
     path.write_text(json.dumps(run_document(session), indent=1) + "\n", encoding="utf-8")
     return path

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The nightly job: the GPU's state first, then every case gated strictly and profiled, with its JUnit file
+# and report kept in OUT.
+#   ci/nightly.sh OUT [PYTEST_ARGS...]            on a GPU runner (TRAINPERF_GPUS=N: N workers, one GPU each)
+#   ci/nightly.sh --dry-run OUT [PYTEST_ARGS...]  on a CPU: tiny sizes, torch.profiler, no strict gate
+# Exit status: pytest's (0 all passed, 1 a case failed: regression or accuracy, 2 interrupted, 3 internal
+# error, 4 usage error such as an unreadable baseline file), 1 when no test ran, or ci/gpu_check.py's
+# (6 the GPU is busy or throttled, 7 no GPU).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dry_run=0
+if [ "${1:-}" = "--dry-run" ]; then
+  dry_run=1
+  shift
+fi
+out=${1:?usage: ci/nightly.sh [--dry-run] OUT [PYTEST_ARGS...]}
+shift
+mkdir -p "$out"
+if [ "$dry_run" -eq 1 ]; then
+  python ci/gpu_check.py --allow-cpu || exit $?
+  gate=(--perf-device=cpu --profile=torch)
+else
+  python ci/gpu_check.py || exit $?
+  gate=(--perf-strict --profile=ncu)
+fi
+workers=()
+if [ "${TRAINPERF_GPUS:-1}" -gt 1 ]; then
+  workers=(-n "$TRAINPERF_GPUS" --perf-gpu-per-worker)
+fi
+status=0
+python -m pytest perf_tests "${gate[@]}" "${workers[@]}" --junitxml="$out/junit.xml" --perf-report="$out/report" \
+  "$@" || status=$?
+if [ "$status" -eq 5 ]; then
+  echo "nightly: no test ran" >&2
+  exit 1
+fi
+exit "$status"

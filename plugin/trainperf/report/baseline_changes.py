@@ -1,0 +1,31 @@
+"""``baseline-changes.md`` under --perf-report after --update-baselines: the old -> new table, ready to be a
+pull request's body."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from trainperf.baselines import Change
+
+FILE = "baseline-changes.md"
+
+
+def changes_markdown(changes: list[Change], baseline_file: Path, device: str) -> str:
+    table = pd.DataFrame(
+        {
+            "case": [c.case for c in changes],
+            "old median ms": ["new" if c.old_median_ms is None else f"{c.old_median_ms:.3f}" for c in changes],
+            "new median ms": ["removed" if c.new_median_ms is None else f"{c.new_median_ms:.3f}" for c in changes],
+            "change": ["" if c.delta is None else f"{c.delta:+.1%}" for c in changes],
+        }
+    )
+    return f"Baselines of {device} in `{baseline_file.name}`:\n\n{table.to_markdown(index=False)}\n"
+
+
+def write_changes(changes: list[Change], baseline_file: Path, device: str, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / FILE
+    path.write_text(changes_markdown(changes, baseline_file, device), encoding="utf-8")
+    return path
