@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -224,3 +225,31 @@ def test_gpu_per_worker_needs_a_gpu_for_each_worker(toy_suite) -> None:
     result = toy_suite().runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker", "--perf-report=out")
     result.stdout.fnmatch_lines(["*worker gw* has no GPU of its own (0 visible): run at most -n 0*"])
     assert result.ret != 0
+
+
+OOM_TEST = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+CASES = [
+    Optimization("reference", max_slowdown=0.5),
+    Optimization("hungry", options={"out_of_memory": True}),
+    Optimization("after", max_slowdown=0.5),
+]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+
+
+def test_out_of_memory_fails_that_case_alone(pytester: pytest.Pytester) -> None:
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=OOM_TEST)
+    result = pytester.runpytest(*BASE)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*toy/hungry: ran out of cpu memory: CUDA out of memory. Tried to allocate 20.00 GiB (toy) (memory released)"]
+    )
+    assert "Traceback" not in result.stdout.str()

@@ -1,7 +1,8 @@
 """A toy workload for the plugin's own end-to-end tests: logistic regression on separable points.
 
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
-random labels (a broken optimization whose accuracy drops).
+random labels (a broken optimization whose accuracy drops), ``out_of_memory`` raises torch's
+out-of-memory error from its third step.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Toy:
         labels = (points @ torch.randn(8, generator=generator) > 0).long()
         sleep_s = float(optimization.options.get("sleep_ms", 0.0)) / 1000.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
+        out_of_memory = bool(optimization.options.get("out_of_memory", False))
+        steps = [0]
 
         def batches() -> Iterator[Batch]:
             while True:
@@ -37,6 +40,9 @@ class Toy:
                 yield points[index], targets
 
         def loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+            steps[0] += 1
+            if out_of_memory and steps[0] >= 3:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (toy)")
             time.sleep(sleep_s)
             value: torch.Tensor = F.cross_entropy(model(batch[0]), batch[1])
             return value

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
 from trainperf import gate, stats
 from trainperf.case import REFERENCE, Optimization, case_key
 from trainperf.profile.roofline import RooflinePoint
-from trainperf.runner import Measurement, Prepared, run_case
+from trainperf.runner import Measurement, Prepared, release_memory, run_case
 from trainperf.session import CaseResult, PerfSession
 from trainperf.workload import Workload
 
@@ -42,7 +43,7 @@ class TrainPerf:
             run_marked_iteration(workload, optimization, device, self.session.size, warmup, child.out_dir, child.torch)
             return None
         key = case_key(workload.name, optimization.name)
-        measurement = run_case(workload, optimization, device, self.session.size, warmup, iters, self._tracer(key))
+        measurement = self._measure(key, workload, optimization, warmup, iters)
         reference = self._reference(workload, optimization, measurement, warmup, iters)
         result = self._judge(workload, optimization, measurement, reference)
         self.session.record(result)
@@ -53,6 +54,18 @@ class TrainPerf:
         if failed:
             pytest.fail("\n".join(check.message for check in failed), pytrace=False)
         return result
+
+    def _measure(
+        self, key: str, workload: Workload, optimization: Optimization, warmup: int, iters: int
+    ) -> Measurement:
+        """The case's run; running out of device memory fails this case alone, its memory released."""
+        device, out_of_memory = self.session.device, None
+        try:
+            return run_case(workload, optimization, device, self.session.size, warmup, iters, self._tracer(key))
+        except torch.OutOfMemoryError as error:
+            out_of_memory = str(error).strip().splitlines()[0][:300]
+        release_memory(device)  # outside the except block: its traceback no longer holds the case's tensors
+        pytest.fail(f"{key}: ran out of {device.type} memory: {out_of_memory} (memory released)", pytrace=False)
 
     def _tracer(self, key: str) -> Callable[[Prepared], None] | None:
         """With a profiler that reads the test process's own trace: one more iteration, traced after the

@@ -122,9 +122,7 @@ def _run(
             then(case)
     finally:
         del case, fetch
-        gc.collect()
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
+        release_memory(device)
     return Measurement(
         samples_ms=samples_ms,
         reader_ms=reader_ms,
@@ -300,6 +298,13 @@ class _CudaMarks:
 
 def _marks(device: torch.device, count: int) -> _HostMarks | _CudaMarks:
     return _CudaMarks(count) if device.type == "cuda" else _HostMarks(count)
+
+
+def release_memory(device: torch.device) -> None:
+    """Free what the finished case left: unreferenced objects, then the CUDA cache."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def synchronize(device: torch.device) -> None:
