@@ -1,4 +1,5 @@
-"""On a GPU: a digits case made slower by known extra GPU work fails against the stored baseline."""
+"""On a GPU: a digits case made slower by known extra GPU work fails against the stored baseline; a case
+that runs out of CUDA memory fails alone and gives its memory back."""
 
 from __future__ import annotations
 
@@ -56,3 +57,47 @@ def test_case_made_slower_fails_the_gate(pytester: pytest.Pytester, monkeypatch:
     result = pytester.runpytest("-p", "no:cacheprovider", f"--baseline-dir={ROOT / 'baselines'}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*{CASE}: slower than baseline: median * ms vs baseline * ms (+*%*allowed 5%*"])
+
+
+OUT_OF_MEMORY_SUITE = """
+import torch
+from models.digits import Digits
+from perf_tests.test_digits import amp_bf16, reference
+
+
+class HungryDigits(Digits):
+    def build(self, device, size, optimization):
+        training = super().build(device, size, optimization)
+        loss, held = training.loss, torch.ones(2**30, device=device)  # 4 GiB the case holds while it runs
+        steps = [0]
+
+        def hungry(model, batch):
+            steps[0] += 1
+            if steps[0] == 3:
+                torch.empty(2**40, dtype=torch.uint8, device=device)  # 1 TiB: a real CUDA out-of-memory
+            return loss(model, batch) + 0 * held[0]
+
+        training.loss = hungry
+        return training
+
+
+def test_a_hungry(trainperf):
+    trainperf.run(HungryDigits(), amp_bf16)
+
+
+def test_b_later_case_runs_with_the_memory_back(trainperf):
+    assert torch.cuda.memory_allocated() < 2**29, torch.cuda.memory_allocated()  # the 4 GiB were released
+    trainperf.run(Digits(), reference)
+"""
+
+
+def test_out_of_memory_fails_its_case_alone_and_releases_its_memory(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU: the case runs out of CUDA memory")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    pytester.makepyfile(test_hungry=OUT_OF_MEMORY_SUITE)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--baseline-dir=empty")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*digits/amp_bf16: ran out of cuda memory: CUDA out of memory. Tried to allocate*"])
