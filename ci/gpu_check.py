@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainperf.device import THROTTLE_REASONS
+from trainperf.gate import UNRELIABLE_THROTTLES
 
-UNFIT_BITS = (0x8, 0x20, 0x40, 0x80)  # hardware slowdown, thermal slowdowns, power brake: every kernel slows
-UNFIT = {bit: text for bit, text in THROTTLE_REASONS.items() if bit in UNFIT_BITS}
-NOTED = {0x1: "idle"} | {bit: text for bit, text in THROTTLE_REASONS.items() if bit not in UNFIT_BITS}
+UNFIT = {bit: text for bit, text in THROTTLE_REASONS.items() if text in UNRELIABLE_THROTTLES}  # every kernel slows
+NOTED = {0x1: "idle"} | {bit: text for bit, text in THROTTLE_REASONS.items() if text not in UNRELIABLE_THROTTLES}
 BUSY, NO_GPU = 6, 7
 
 

@@ -105,3 +105,21 @@ def test_verdict() -> None:
     failed = gate.Check("c", False, "")
     assert gate.verdict([passed, note]) == "pass"
     assert gate.verdict([passed, failed]) == "fail"
+
+
+def test_a_throttled_gpu_makes_the_timing_unreliable_not_a_verdict() -> None:
+    calm = {"before": {"throttle": ["software power cap"]}, "during": None, "after": {"throttle": []}}
+    assert gate.clock_check("gpt2/stack", calm) is None  # a power cap is the GPU at work, not a fault
+    hot = {
+        "before": {"throttle": []},
+        "during": {"throttle": ["hardware thermal slowdown", "idle"], "min_sm_clock_mhz": 1200, "samples": 40},
+        "after": {"note": "pynvml unavailable: clocks not read"},
+    }
+    check = gate.clock_check("gpt2/stack", hot)
+    assert check is not None and check.passed is None
+    assert check.message == (
+        "gpt2/stack: timing unreliable: hardware thermal slowdown, SM clock down to 1200 MHz; its time was not judged"
+    )
+    slower = gate.Check("baseline", None, "slower")
+    assert gate.verdict([gate.Check("accuracy", True, ""), slower, check]) == "unreliable"
+    assert gate.verdict([gate.Check("accuracy", False, "worse"), check]) == "fail"  # accuracy is still judged

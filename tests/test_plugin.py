@@ -60,6 +60,29 @@ def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
     slowed.stdout.fnmatch_lines(["*toy/variant: slower than baseline: median * ms vs baseline * ms (+*%*allowed 50%*"])
 
 
+THROTTLED = """
+import trainperf.device
+
+
+def pytest_configure(config):
+    # NVML as a GPU in thermal slowdown would report it (the CPU has none to read)
+    trainperf.device.clock_state = lambda device: {"sm_clock_mhz": 1200, "throttle": ["hardware thermal slowdown"]}
+"""
+
+
+def test_a_throttled_case_is_unreliable_not_failed(toy_suite) -> None:
+    pytester = toy_suite(sleep_ms=2.0, variant_sleep_ms=2.0)
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    pytester.makeconftest(THROTTLED)
+    slowed = toy_suite(sleep_ms=2.0, variant_sleep_ms=8.0).runpytest(*BASE, "--perf-report=out")
+    slowed.assert_outcomes(passed=2)
+    slowed.stdout.fnmatch_lines(
+        ["note: toy/variant: timing unreliable: hardware thermal slowdown; its time was not judged"]
+    )
+    document = json.loads((pytester.path / "out" / "run.json").read_text())
+    assert {case["extra_info"]["verdict"] for case in document["benchmarks"]} == {"unreliable"}
+
+
 def test_accuracy_drop_fails(toy_suite) -> None:
     result = toy_suite(shuffle=True).runpytest(*BASE)
     result.assert_outcomes(passed=1, failed=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -147,3 +148,46 @@ def clock_state(device: torch.device) -> dict[str, Any] | None:
         "power_w": nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
         "throttle": [text for bit, text in THROTTLE_REASONS.items() if reasons & bit],
     }
+
+
+class ClockWatch:
+    """While a case's timed iterations run, a thread reads NVML every ``interval_s``: the clock event
+    reasons seen and the lowest SM clock. Off-GPU, or without NVML, it reads nothing."""
+
+    def __init__(self, device: torch.device, interval_s: float = 0.05) -> None:
+        self.device = device
+        self.interval_s = interval_s
+        self.reasons = 0
+        self.lowest_mhz: int | None = None
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> ClockWatch:
+        nvml = _nvml() if self.device.type == "cuda" else None
+        if nvml is not None:
+            handle = _nvml_handle(nvml, self.device)
+            self._thread = threading.Thread(target=self._poll, args=(nvml, handle), daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _poll(self, nvml: Any, handle: Any) -> None:
+        while True:
+            self.reasons |= nvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
+            clock = int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))
+            self.lowest_mhz = clock if self.lowest_mhz is None else min(self.lowest_mhz, clock)
+            self.samples += 1
+            if self._stop.wait(self.interval_s):
+                return
+
+    def summary(self) -> dict[str, Any] | None:
+        """``throttle`` (reasons seen), ``min_sm_clock_mhz`` and ``samples``; None when nothing was read."""
+        if not self.samples:
+            return None
+        throttle = [text for bit, text in THROTTLE_REASONS.items() if self.reasons & bit]
+        return {"throttle": throttle, "min_sm_clock_mhz": self.lowest_mhz, "samples": self.samples}

@@ -46,6 +46,9 @@ class TrainPerf:
         measurement = self._measure(key, workload, optimization, warmup, iters)
         reference = self._reference(workload, optimization, measurement, warmup, iters)
         result = self._judge(workload, optimization, measurement, reference)
+        for check in result.checks:
+            if check.name == gate.UNRELIABLE:
+                self.session.note(check.message)
         self.session.record(result)
         self._attach(result)
         if self.session.profiling is not None:
@@ -159,6 +162,9 @@ class TrainPerf:
             )
         if settings.update_baselines:
             checks = [_as_note(c) if c.name == "baseline" else c for c in checks]
+        unreliable = gate.clock_check(key, measurement.clocks)
+        if unreliable is not None:  # a throttled GPU: its times are noted, not judged
+            checks = [_as_note(c) if c.name in ("baseline", "speedup") else c for c in checks] + [unreliable]
         return CaseResult(
             key=key,
             nodeid=self.nodeid,
@@ -238,5 +244,5 @@ def _first_set(*values: int | None) -> int:
 
 
 def _as_note(check: gate.Check) -> gate.Check:
-    """Under --update-baselines a slower time is reported, not failed."""
+    """A slower time reported, not failed (under --update-baselines, or on a throttled GPU)."""
     return gate.Check(check.name, None if check.passed is False else check.passed, check.message)

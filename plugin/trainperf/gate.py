@@ -7,14 +7,19 @@ names the case, the figures and the threshold, so that it can be shown to the us
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from trainperf import stats
 
 # A slowdown fails only when it is both statistically clear and larger than this effect size.
 DEFAULT_MAX_SLOWDOWN = 0.05
 DEFAULT_ALPHA = 0.01
+UNRELIABLE = "unreliable"
+# NVML clock event reasons that slow every kernel: a time measured under them says little about the code
+UNRELIABLE_THROTTLES = ("hardware slowdown", "software thermal slowdown", "hardware thermal slowdown",
+                        "hardware power brake")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,25 @@ def failures(checks: Sequence[Check]) -> list[Check]:
     return [check for check in checks if check.passed is False]
 
 
+def unreliable_throttles(clocks: Mapping[str, Any]) -> list[str]:
+    """The slowing throttles among the clock readings (``before``, ``during``, ``after``) of a case."""
+    seen = [text for reading in clocks.values() if reading for text in reading.get("throttle", [])]
+    return [text for text in UNRELIABLE_THROTTLES if text in seen]
+
+
+def clock_check(case: str, clocks: Mapping[str, Any]) -> Check | None:
+    """A note when the GPU throttled while the case ran: its time is not judged, the verdict says so."""
+    throttles = unreliable_throttles(clocks)
+    if not throttles:
+        return None
+    during = clocks.get("during") or {}
+    lowest = during.get("min_sm_clock_mhz")
+    clock = "" if lowest is None else f", SM clock down to {lowest} MHz"
+    return Check(UNRELIABLE, None, f"{case}: timing unreliable: {', '.join(throttles)}{clock}; its time was not judged")
+
+
 def verdict(checks: Sequence[Check]) -> str:
-    """'fail' if any check failed, else 'pass'."""
-    return "fail" if failures(checks) else "pass"
+    """'fail' if any check failed, else 'unreliable' when the GPU throttled, else 'pass'."""
+    if failures(checks):
+        return "fail"
+    return UNRELIABLE if any(check.name == UNRELIABLE for check in checks) else "pass"

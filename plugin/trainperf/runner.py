@@ -114,7 +114,8 @@ def _run(
             torch.cuda.reset_peak_memory_stats(device)
         warmup_s, first_step_s = _warm_up(step, fetch, losses, warmup, device)
         clocks_before = devices.clock_state(device)
-        samples_ms, reader_ms = _timed(step, fetch, losses, iters, device)
+        with devices.ClockWatch(device) as watch:
+            samples_ms, reader_ms = _timed(step, fetch, losses, iters, device)
         peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
         clocks_after = devices.clock_state(device)
         metric = _evaluate(training, model, device, optimization)
@@ -136,7 +137,7 @@ def _run(
         flops_per_iteration=flops,
         iters=iters,
         warmup=warmup,
-        clocks={"before": clocks_before, "after": clocks_after},
+        clocks={"before": clocks_before, "during": watch.summary(), "after": clocks_after},
         sample_unit=training.sample_unit,
     )
 

@@ -1,0 +1,45 @@
+"""The NVML poll that runs beside a case's timed iterations, with NVML stood in for."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import torch
+from trainperf import device as devices
+
+
+class FakeNvml:
+    """Clock event reasons and SM clocks as a GPU would report them, one reading per call."""
+
+    NVML_CLOCK_SM = 1
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any) -> int:
+        self.readings += 1
+        return 0x40 if self.readings == 3 else 0x1  # thermal slowdown once, idle otherwise
+
+    def nvmlDeviceGetClockInfo(self, handle: Any, clock: int) -> int:
+        return 1200 if self.readings == 3 else 1980
+
+
+def test_watch_keeps_every_reason_seen_and_the_lowest_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNvml()
+    monkeypatch.setattr(devices, "_nvml", lambda: fake)
+    monkeypatch.setattr(devices, "_nvml_handle", lambda nvml, device: "handle")
+    with devices.ClockWatch(torch.device("cuda"), interval_s=0.001) as watch:
+        while fake.readings < 6:
+            time.sleep(0.001)
+    summary = watch.summary()
+    assert summary is not None and summary["samples"] >= 6
+    assert summary["throttle"] == ["hardware thermal slowdown"]  # idle is not among the reasons told
+    assert summary["min_sm_clock_mhz"] == 1200
+
+
+def test_watch_reads_nothing_off_the_gpu() -> None:
+    with devices.ClockWatch(torch.device("cpu")) as watch:
+        pass
+    assert watch.summary() is None
