@@ -178,8 +178,12 @@ class ClockWatch:
 
     def _poll(self, nvml: Any, handle: Any) -> None:
         while True:
-            self.reasons |= nvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
-            clock = int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))
+            try:
+                reasons = nvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
+                clock = int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))
+            except Exception:  # a GPU that cannot tell: the readings so far stand
+                return
+            self.reasons |= reasons
             self.lowest_mhz = clock if self.lowest_mhz is None else min(self.lowest_mhz, clock)
             self.samples += 1
             if self._stop.wait(self.interval_s):
