@@ -21,7 +21,9 @@ def changes_markdown(changes: list[Change], baseline_file: Path, device: str) ->
             "change": ["" if c.delta is None else f"{c.delta:+.1%}" for c in changes],
         }
     )
-    return f"Baselines of {device} in `{baseline_file.name}`:\n\n{table.to_markdown(index=False)}\n"
+    return (
+        f"Baselines of {device} in `{baseline_file.name}`:\n\n{table.to_markdown(index=False, disable_numparse=True)}\n"
+    )
 
 
 def write_changes(changes: list[Change], baseline_file: Path, device: str, directory: Path) -> Path:

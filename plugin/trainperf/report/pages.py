@@ -132,7 +132,7 @@ def _markdown_profile(view: CaseProfileView, images: Path) -> list[str]:
 
 
 def _markdown(frame: pd.DataFrame) -> str:
-    return str(frame.to_markdown(index=False))
+    return str(frame.to_markdown(index=False, disable_numparse=True))  # keep the figures as formatted
 
 
 def _save(data: bytes, path: Path) -> Path:
