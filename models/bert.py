@@ -22,12 +22,10 @@ from models.sampling import endless_loader
 from models.transformer import (
     Trunk,
     TrunkConfig,
-    adamw,
-    costed_parameters,
     init_weights,
     merge_options,
     padded,
-    transformer_flops_per_token,
+    token_training,
 )
 
 OPTIONS = {"attention": "naive", "optimizer": "for_loop", "vocab_multiple": 1, "batch_scale": 1}
@@ -136,16 +134,4 @@ class Bert:
             losses = [masked_loss(trained, batch) for batch in zip(eval_inputs, eval_labels, strict=True)]
             return torch.stack(losses).float().mean().item()
 
-        tokens = batch_size * config.context
-        parameters = costed_parameters(model, config.vocab_size)
-        per_token = transformer_flops_per_token(parameters, config.layers, config.width, config.context)
-        return Training(
-            model=model,
-            optimizer=adamw(model, config.lr, options["optimizer"]),
-            batches=loader,
-            loss=masked_loss,
-            evaluate=evaluate,
-            samples_per_iteration=tokens,
-            flops_per_iteration=per_token * tokens,
-            sample_unit="tokens",
-        )
+        return token_training(model, config, options["optimizer"], loader, masked_loss, evaluate, batch_size)

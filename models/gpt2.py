@@ -25,12 +25,10 @@ from models.sampling import endless_loader
 from models.transformer import (
     Trunk,
     TrunkConfig,
-    adamw,
-    costed_parameters,
     init_weights,
     merge_options,
     padded,
-    transformer_flops_per_token,
+    token_training,
 )
 
 OPTIONS = {
@@ -142,17 +140,4 @@ class GPT2:
             ]
             return torch.stack(losses).float().mean().item()
 
-        tokens = batch_size * config.context
-        per_token = transformer_flops_per_token(
-            costed_parameters(model, config.vocab_size), config.layers, config.width, config.context
-        )
-        return Training(
-            model=model,
-            optimizer=adamw(model, config.lr, options["optimizer"]),
-            batches=loader,
-            loss=next_token_loss,
-            evaluate=evaluate,
-            samples_per_iteration=tokens,
-            flops_per_iteration=per_token * tokens,
-            sample_unit="tokens",
-        )
+        return token_training(model, config, options["optimizer"], loader, next_token_loss, evaluate, batch_size)

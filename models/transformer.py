@@ -8,7 +8,7 @@ backend chosen by PyTorch), and ``flash`` or ``cudnn`` (that fused kernel and no
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.checkpoint import checkpoint
+from trainperf.workload import Batch, Training
 
 ATTENTION = ("naive", "sdpa", "flash", "cudnn")
 FORCED_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
@@ -162,3 +163,29 @@ def costed_parameters(model: nn.Module, vocab_size: int) -> int:
     assert isinstance(embed, nn.Embedding) and isinstance(position, nn.Embedding)
     total = sum(p.numel() for p in model.parameters())
     return total - position.weight.numel() - (embed.num_embeddings - vocab_size) * embed.embedding_dim
+
+
+def token_training(
+    model: nn.Module,
+    config: Any,
+    optimizer: str,
+    batches: Iterable[Batch],
+    loss: Callable[[nn.Module, Batch], torch.Tensor],
+    evaluate: Callable[[nn.Module], float],
+    batch_size: int,
+) -> Training:
+    """A language model's training: AdamW, and its tokens and model FLOPs per iteration. ``config`` has
+    ``layers``, ``width``, ``context``, ``vocab_size`` and ``lr``."""
+    tokens = batch_size * config.context
+    parameters = costed_parameters(model, config.vocab_size)
+    per_token = transformer_flops_per_token(parameters, config.layers, config.width, config.context)
+    return Training(
+        model=model,
+        optimizer=adamw(model, config.lr, optimizer),
+        batches=batches,
+        loss=loss,
+        evaluate=evaluate,
+        samples_per_iteration=tokens,
+        flops_per_iteration=per_token * tokens,
+        sample_unit="tokens",
+    )
