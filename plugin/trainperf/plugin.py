@@ -84,7 +84,7 @@ def _set_up_workers(settings: Any, config: pytest.Config) -> None:
             raise pytest.UsageError(str(error)) from None
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu  # before CUDA starts: torch reads it then
     if _is_xdist_controller(config) and settings.report is not None:
-        for stale in workers.stale_worker_files(Path(settings.report)):
+        for stale in workers.worker_files(Path(settings.report)):
             stale.unlink()
 
 
@@ -219,7 +219,7 @@ def _merge_workers(report: Path) -> list[str]:
     from trainperf.report.document import cases_frame, load, merge
     from trainperf.report.experiment import display_cases
 
-    found = workers.stale_worker_files(report)
+    found = workers.worker_files(report)
     if not found:
         return []
     merged = merge([load(path) for path in found])

@@ -49,5 +49,5 @@ def nvml_gpu_count() -> int:
         return 0
 
 
-def stale_worker_files(report: Path) -> list[Path]:
+def worker_files(report: Path) -> list[Path]:
     return sorted(report.glob(WORKER_FILES))

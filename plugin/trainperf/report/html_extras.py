@@ -6,7 +6,7 @@ import base64
 import html
 from typing import Any
 
-from trainperf.report import charts, profile_summary
+from trainperf.report import profile_summary
 from trainperf.report.experiment import top_table
 from trainperf.report.pages import table_html
 from trainperf.session import CaseResult
@@ -25,7 +25,7 @@ def extras_for(result: CaseResult) -> list[dict[str, Any]]:
     heading = html.escape(profile_summary.lines(result.key, case)[0].split("\n")[0])
     table = table_html(top_table(profile_summary.top_records(case), found.unit), name_column=found.unit)
     added = [extras.html(f"<div class='trainperf-top5'><p>{heading}</p>{table}</div>")]
-    if found.roofline:
-        chart = charts.roofline_chart([p.as_dict() for p in found.roofline], f"{result.key}: roofline")
-        added.append(extras.png(base64.b64encode(chart).decode("ascii"), name=f"{result.key} roofline"))
+    for chart in (path for path in case.files if path.name == "roofline.png" and path.is_file()):
+        encoded = base64.b64encode(chart.read_bytes()).decode("ascii")  # the chart the case already wrote
+        added.append(extras.png(encoded, name=f"{result.key} roofline"))
     return added
