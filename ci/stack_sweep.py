@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import traceback
+from typing import Any
 
 import torch
 from trainperf import stats
@@ -20,7 +21,7 @@ from trainperf.workload import FULL
 from models.gpt2 import GPT2
 from perf_tests.test_gpt2 import stack
 
-CANDIDATES = {  # name -> (options over the stack's, compile mode)
+CANDIDATES: dict[str, tuple[dict[str, Any], str]] = {  # name -> (options over the stack's, compile mode)
     "stack": ({}, "reduce-overhead"),
     "weights_dtype_residual": ({"residual_dtype": None}, "reduce-overhead"),
     "b64": ({"batch_scale": 8}, "reduce-overhead"),

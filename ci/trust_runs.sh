@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A/A runs on a GPU machine: the suite run again and again against the baselines this machine recorded
+# (the first call records them with --update-baselines into $TRAINPERF_BASELINE_DIR), then optionally the
+# detection runs of ci/slowed_case.py. Packs run documents, JUnit files, logs and the baselines into
+# $OUT/NAME.tar.gz; read them with ci/trust_table.py.
+#   ci/trust_runs.sh NAME RUNS SECONDS TESTS...
+# Starts no new run once SECONDS have passed. TRAINPERF_SLOWED_CASE=workload/case adds the detection runs.
+set -uo pipefail
+name=$1 runs=$2 seconds=$3
+shift 3
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRAINPERF_BASELINE_DIR=${TRAINPERF_BASELINE_DIR:-$PWD/.trust/baselines}
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
+folder=/tmp/trust/$name
+mkdir -p "$folder" "$TRAINPERF_BASELINE_DIR"
+quiet=(-p no:cacheprovider -W ignore::DeprecationWarning -q)
+started=$SECONDS
+
+timed() {  # timed LABEL PYTEST_ARGS...: one pytest run, its log and a one-line outcome
+  local label=$1 begin=$SECONDS
+  shift
+  python3 -m pytest "${quiet[@]}" "$@" >"$folder/$label.log" 2>&1
+  local status=$?
+  echo "$label: exit $status in $((SECONDS - begin)) s: $(tail -n 1 "$folder/$label.log")"
+}
+
+if ! compgen -G "$TRAINPERF_BASELINE_DIR/*.json" >/dev/null; then
+  timed base "$@" --update-baselines --perf-report="$folder/base"
+fi
+for run in $(seq 1 "$runs"); do
+  ((SECONDS - started < seconds)) || { echo "stopped before run $run: $seconds s spent"; break; }
+  stamp=aa-$(date +%H%M%S)
+  timed "$stamp" "$@" --perf-report="$folder/$stamp"
+done
+if [[ -n ${TRAINPERF_SLOWED_CASE:-} ]]; then
+  timed detection ci/slowed_case.py --junitxml="$folder/detection.xml"
+fi
+cp -r "$TRAINPERF_BASELINE_DIR" "$folder/baselines"
+tar -czf "$OUT/$name.tar.gz" -C /tmp/trust --exclude='profiles' "$name"

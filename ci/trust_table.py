@@ -1,0 +1,156 @@
+"""The A/A and detection tables of ``ci/trust_runs.sh``'s output, as Markdown.
+
+    python ci/trust_table.py FOLDER... [--committed baselines/DEVICE.json]
+
+Each FOLDER is one unpacked ``trust_runs.sh`` call: ``base/run.json`` (the run that recorded this
+machine's baselines), ``aa-*/run.json`` (runs gated against them) and ``detection.xml``.
+A/A: per case, the spread of the runs' medians (CV), their change against the recorded baseline and,
+with ``--committed``, against the committed one, the lowest SM clock and the clock events seen while
+the timed iterations ran, and how many runs the gate failed. Detection: per slowdown, how often the
+gate caught it and the slowdown it actually gave.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pandas as pd
+from trainperf import baselines, stats
+from trainperf.report import document
+
+CAUGHT = "slower than baseline"
+
+
+def aa_frame(folders: list[Path]) -> pd.DataFrame:
+    """One row per case and A/A run."""
+    rows = []
+    for path in sorted(path for folder in folders for path in folder.glob("aa-*/run.json")):
+        run = document.load(path)
+        frame = document.cases_frame(run.cases).assign(run=str(path.parent.relative_to(path.parents[2])))
+        during = [case["extra_info"].get("clocks", {}).get("during") or {} for case in run.cases]
+        frame["min_sm_mhz"] = [reading.get("min_sm_clock_mhz") for reading in during]
+        frame["events"] = [", ".join(reading.get("throttle", [])) or "none" for reading in during]
+        frame["failed"] = [
+            ", ".join(check["name"] for check in case["extra_info"]["checks"] if check["passed"] is False)
+            for case in run.cases
+        ]
+        rows.append(frame)
+    if not rows:
+        raise SystemExit(f"no aa-*/run.json under {', '.join(map(str, folders))}")
+    return pd.concat(rows, ignore_index=True)
+
+
+def aa_table(runs: pd.DataFrame, committed: dict[str, float]) -> pd.DataFrame:
+    """Per case: runs, CV of the medians, change against the recorded (and committed) baseline, clocks,
+    gate failures."""
+    table = runs.groupby("case", sort=False).agg(
+        runs=("median_ms", "size"),
+        baseline_ms=("baseline_ms", "first"),
+        median_ms=("median_ms", "median"),
+        cv=("median_ms", lambda m: m.std(ddof=1) / m.mean()),
+        worst=("delta", "max"),
+        best=("delta", "min"),
+        in_run_iqr=("iqr_ms", "median"),
+        min_sm_mhz=("min_sm_mhz", "min"),
+        events=("events", lambda e: "; ".join(sorted(set(e)))),
+        gate_failures=("verdict", lambda v: int((v == "fail").sum())),
+        failed_checks=("failed", lambda f: "; ".join(sorted({x for x in f if x})) or "-"),
+    )
+    table["in_run_iqr"] = table["in_run_iqr"] / table["median_ms"]
+    table["vs_committed"] = [
+        median / committed[case] - 1 if case in committed else None
+        for case, median in table["median_ms"].astype(float).items()
+    ]
+    return table
+
+
+def detection_table(folders: list[Path]) -> pd.DataFrame:
+    """Per slowdown: runs, spin per iteration, the slowdown the runs got, and how many the gate caught."""
+    rows = []
+    for path in (folder / "detection.xml" for folder in folders):
+        if not path.exists():
+            continue
+        for case in ElementTree.parse(path).getroot().iter("testcase"):
+            properties = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+            if "trainperf_median_ms" not in properties:
+                continue  # skipped, or failed before it was measured
+            failure = case.find("failure")
+            message = "" if failure is None else failure.get("message", "") + (failure.text or "")
+            rows.append(
+                {
+                    "slowdown": float(properties["trainperf_slowdown"]),
+                    "spin_ms": float(properties["trainperf_spin_ms"]),
+                    "got": float(properties["trainperf_median_ms"]) / float(properties["trainperf_baseline_ms"]) - 1,
+                    "caught": CAUGHT in message,
+                    "other_failure": bool(message) and CAUGHT not in message,
+                }
+            )
+    if not rows:
+        return pd.DataFrame()
+    return (
+        pd.DataFrame(rows)
+        .groupby("slowdown")
+        .agg(
+            runs=("got", "size"),
+            spin_ms=("spin_ms", "median"),
+            got_median=("got", "median"),
+            got_min=("got", "min"),
+            got_max=("got", "max"),
+            caught=("caught", "sum"),
+            other_failures=("other_failure", "sum"),
+        )
+    )
+
+
+def committed_medians(path: Path | None) -> dict[str, float]:
+    if path is None:
+        return {}
+    return {case: stats.summarize(entry["samples_ms"]).median for case, entry in baselines.load(path).items()}
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:+.2%}"
+
+
+def markdown(aa: pd.DataFrame, detection: pd.DataFrame) -> str:
+    shown = aa.assign(
+        baseline_ms=aa["baseline_ms"].map("{:.3f}".format),
+        median_ms=aa["median_ms"].map("{:.3f}".format),
+        cv=aa["cv"].map("{:.2%}".format),
+        in_run_iqr=aa["in_run_iqr"].map("{:.2%}".format),
+        worst=aa["worst"].map(percent),
+        best=aa["best"].map(percent),
+        vs_committed=aa["vs_committed"].map(percent),
+        min_sm_mhz=aa["min_sm_mhz"].map(lambda mhz: "-" if mhz != mhz else f"{mhz:.0f}"),
+    )
+    parts = ["## A/A\n", shown.to_markdown(disable_numparse=True), ""]
+    if not detection.empty:
+        shown_detection = detection.assign(
+            spin_ms=detection["spin_ms"].map("{:.3f}".format),
+            got_median=detection["got_median"].map(percent),
+            got_min=detection["got_min"].map(percent),
+            got_max=detection["got_max"].map(percent),
+        )
+        shown_detection.index = [f"{s:.0%}" for s in detection.index]
+        parts += ["## Detection\n", shown_detection.to_markdown(disable_numparse=True), ""]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--committed", type=Path, help="the committed baseline file of this device")
+    parser.add_argument("--csv", type=Path, help="also write the per-run A/A rows here")
+    args = parser.parse_args(argv)
+    runs = aa_frame(args.folders)
+    if args.csv:
+        runs.to_csv(args.csv, index=False)
+    print(markdown(aa_table(runs, committed_medians(args.committed)), detection_table(args.folders)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
