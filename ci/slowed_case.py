@@ -33,7 +33,8 @@ CASE = os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16")
 
 @dataclass
 class Slowed:
-    """The workload with ``cycles`` of GPU spinning queued before every iteration's loss."""
+    """The workload with ``cycles`` of GPU spinning queued after every optimizer step: at the end of the
+    iteration, where the GPU has no host gap left to hide it in."""
 
     workload: Any
     cycles: int
@@ -43,13 +44,8 @@ class Slowed:
 
     def build(self, device: torch.device, size: str, optimization: Any) -> Any:
         training = self.workload.build(device, size, optimization)
-        loss, cycles = training.loss, self.cycles
-
-        def slowed(model: torch.nn.Module, batch: Any) -> Any:
-            torch.cuda._sleep(cycles)
-            return loss(model, batch)
-
-        training.loss = slowed
+        cycles = self.cycles
+        training.optimizer.register_step_post_hook(lambda *_: torch.cuda._sleep(cycles))
         return training
 
 

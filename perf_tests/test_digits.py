@@ -17,13 +17,15 @@ WORKERS = max(1, min(12, (os.cpu_count() or 1) - 2))  # leave the main process a
 
 # The reference decodes and augments every batch in the main process: it is bound by the host CPU,
 # whose speed moved its median by up to +33% between runs on the H100 host, so its own time gate is wider.
+# Its speedups over that reference move with the host too: 2.5-3.6x for the loader cases across leases.
 reference = Optimization(REFERENCE, max_slowdown=0.5)
-dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 3.0})
+dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 2.2})
 pinned_nonblocking = dataloader_workers.but(
-    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 3.0}
+    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 2.2}
 )
 amp_bf16 = pinned_nonblocking.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 4.0})
-channels_last = amp_bf16.but("channels_last", channels_last=True, min_speedup={"cuda": 6.0})
+# Its iterations alternate between about 5 and 10 ms (launch-bound): medians moved by 21% between A/A runs.
+channels_last = amp_bf16.but("channels_last", channels_last=True, min_speedup={"cuda": 6.0}, max_slowdown=0.4)
 
 LADDER = [reference, dataloader_workers, pinned_nonblocking, amp_bf16, channels_last]
 

@@ -56,7 +56,7 @@ def test_case_made_slower_fails_the_gate(pytester: pytest.Pytester, monkeypatch:
     pytester.makepyfile(test_slowed=SLOWED_SUITE.format(cycles=cycles))
     result = pytester.runpytest("-p", "no:cacheprovider", f"--baseline-dir={ROOT / 'baselines'}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"*{CASE}: slower than baseline: median * ms vs baseline * ms (+*%*allowed 5%*"])
+    result.stdout.fnmatch_lines([f"*{CASE}: slower than baseline: median * ms vs baseline * ms (+*%*allowed 3%*"])
 
 
 OUT_OF_MEMORY_SUITE = """

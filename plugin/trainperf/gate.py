@@ -13,8 +13,10 @@ from typing import Any
 
 from trainperf import stats
 
-# A slowdown fails only when it is both statistically clear and larger than this effect size.
-DEFAULT_MAX_SLOWDOWN = 0.05
+# A slowdown fails only when it is both statistically clear and larger than this effect size: 3% lies
+# beyond the run-to-run spread of GPU-bound cases on the H100 (at most +0.6% in A/A runs) and below the
+# 5% a gate must catch. Cases whose time rides on the host CPU declare a wider one.
+DEFAULT_MAX_SLOWDOWN = 0.03
 DEFAULT_ALPHA = 0.01
 UNRELIABLE = "unreliable"
 # NVML clock event reasons that slow every kernel: a time measured under them says little about the code
