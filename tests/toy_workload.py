@@ -2,7 +2,8 @@
 
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
 random labels (a broken optimization whose accuracy drops), ``out_of_memory`` raises torch's
-out-of-memory error from its third step.
+out-of-memory error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks
+and ``hang_on_ranks`` sleeps there for a minute, from the second step.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class Toy:
         sleep_s = float(optimization.options.get("sleep_ms", 0.0)) / 1000.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
         out_of_memory = bool(optimization.options.get("out_of_memory", False))
+        rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
+        fails = rank in optimization.options.get("fail_on_ranks", ())
+        hangs = rank in optimization.options.get("hang_on_ranks", ())
         steps = [0]
 
         def batches() -> Iterator[Batch]:
@@ -43,7 +47,9 @@ class Toy:
             steps[0] += 1
             if out_of_memory and steps[0] >= 3:
                 raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (toy)")
-            time.sleep(sleep_s)
+            if fails and steps[0] >= 2:
+                raise RuntimeError(f"toy failure on rank {rank}")
+            time.sleep(60.0 if hangs and steps[0] >= 2 else sleep_s)
             value: torch.Tensor = F.cross_entropy(model(batch[0]), batch[1])
             return value
 

@@ -10,6 +10,9 @@ from typing import Any
 REFERENCE = "reference"
 AMP_DTYPES = (None, "bfloat16", "float16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# DistributedDataParallel settings a data-parallel case may turn (``ddp={...}``)
+DDP_SETTINGS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "comm_hook", "no_sync")
+COMM_HOOKS = (None, "bf16_compress", "fp16_compress")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,9 @@ class Optimization:
     sync_every_step: bool = False  # read the loss on the host after every step (a logging loop's sync)
     accumulation_steps: int = 1  # split each batch into this many micro-batches, one optimizer step
     needs_cuda: str | None = None  # why the case runs on CUDA only (skipped elsewhere with this reason)
+    # data parallel: one process per GPU (two gloo processes on the CPU) with DistributedDataParallel and
+    # these settings; {} for its defaults, None for a single-process case
+    ddp: Mapping[str, Any] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)  # workload-specific knobs
     # what it must prove
     min_speedup: Mapping[str, float] = field(default_factory=dict)  # over the reference, same run
@@ -55,6 +61,12 @@ class Optimization:
             raise ValueError(f"{self.name}: compile_mode must be one of {COMPILE_MODES}, got {self.compile_mode!r}")
         if self.accumulation_steps < 1:
             raise ValueError(f"{self.name}: accumulation_steps must be >= 1")
+        if self.ddp is not None:
+            unknown = sorted(set(self.ddp) - set(DDP_SETTINGS))
+            if unknown:
+                raise ValueError(f"{self.name}: unknown ddp settings {unknown}; known: {', '.join(DDP_SETTINGS)}")
+            if self.ddp.get("comm_hook") not in COMM_HOOKS:
+                raise ValueError(f"{self.name}: ddp comm_hook must be one of {COMM_HOOKS}")
 
     def but(self, name: str, **changes: Any) -> Optimization:
         """A copy under a new name with some knobs changed (targets are not inherited)."""

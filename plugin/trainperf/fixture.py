@@ -36,6 +36,12 @@ class TrainPerf:
         device = self.session.device
         if optimization.needs_cuda and device.type != "cuda":
             pytest.skip(f"{case_key(workload.name, optimization.name)} runs on CUDA only: {optimization.needs_cuda}")
+        if optimization.ddp is not None:
+            from trainperf.distributed import unavailable
+
+            reason = unavailable(device)
+            if reason is not None:
+                pytest.skip(f"{case_key(workload.name, optimization.name)}: {reason}")
         child = self.session.child
         if child is not None:
             from trainperf.profile.replay import run_marked_iteration
@@ -51,7 +57,11 @@ class TrainPerf:
                 self.session.note(check.message)
         self.session.record(result)
         self._attach(result)
-        if self.session.profiling is not None:
+        if measurement.communication is not None:
+            self.session.note(_communication_line(result))
+            if self.session.profiling is not None:
+                self.session.note(f"{key}: not profiled: a data-parallel case runs one process per GPU")
+        elif self.session.profiling is not None:
             self._profile(result)
         failed = gate.failures(result.checks)
         if failed:
@@ -63,12 +73,30 @@ class TrainPerf:
     ) -> Measurement:
         """The case's run; running out of device memory fails this case alone, its memory released."""
         device, out_of_memory = self.session.device, None
+        if optimization.ddp is not None:
+            return self._measure_data_parallel(key, workload, optimization, warmup, iters)
         try:
             return run_case(workload, optimization, device, self.session.size, warmup, iters, self._tracer(key))
         except torch.OutOfMemoryError as error:
             out_of_memory = str(error).strip().splitlines()[0][:300]
         release_memory(device)  # outside the except block: its traceback no longer holds the case's tensors
         pytest.fail(f"{key}: ran out of {device.type} memory: {out_of_memory} (memory released)", pytrace=False)
+
+    def _measure_data_parallel(
+        self, key: str, workload: Workload, optimization: Optimization, warmup: int, iters: int
+    ) -> Measurement:
+        """One process per GPU (two on the CPU); any rank's failure fails the case, naming the ranks."""
+        from trainperf import distributed
+        from trainperf.profile.profiler import case_folder
+
+        report = self.session.settings.report
+        keep = None if report is None else case_folder(report / "data-parallel", key)
+        device, size = self.session.device, self.session.size
+        try:
+            return distributed.run_case(workload, optimization, device, size, warmup, iters, keep)
+        except distributed.DistributedError as error:
+            failure = str(error)
+        pytest.fail(f"{key}: data-parallel run failed: {failure}", pytrace=False)
 
     def _tracer(self, key: str) -> Callable[[Prepared], None] | None:
         """With a profiler that reads the test process's own trace: one more iteration, traced after the
@@ -198,6 +226,14 @@ class TrainPerf:
             "trainperf_peak_memory_bytes": result.measurement.peak_memory_bytes,
             "trainperf_verdict": result.verdict,
         }
+        figures = result.measurement.communication
+        if figures is not None:
+            processes = figures["processes"]
+            properties["trainperf_processes"] = processes
+            if result.speedup is not None:
+                properties["trainperf_scaling_efficiency"] = round(result.speedup / processes, 4)
+            properties["trainperf_allreduce_busbw_gbs"] = round(figures["all_reduce_busbw_gbs"], 2)
+            properties["trainperf_comm_hidden_share"] = figures.get("hidden_share")
         for name, value in properties.items():
             if value is not None:
                 self.record_property(name, value)
@@ -223,6 +259,22 @@ class TrainPerf:
         for name, value in profile_summary.properties(case).items():
             if value is not None:
                 self.record_property(name, value)
+
+
+def _communication_line(result: CaseResult) -> str:
+    """One summary line of a data-parallel case: processes, scaling, all-reduce, hidden communication."""
+    figures = result.measurement.communication or {}
+    processes = figures.get("processes", 1)
+    parts = [f"{result.key}: {processes} {figures.get('backend', '')} processes"]
+    if result.speedup is not None:
+        parts.append(f"scaling efficiency {result.speedup / processes:.0%} of the single-process reference")
+    if figures.get("all_reduce_busbw_gbs") is not None:
+        parts.append(f"all-reduce bus bandwidth {figures['all_reduce_busbw_gbs']:.1f} GB/s")
+    if figures.get("hidden_share") is not None:
+        parts.append(
+            f"{figures['hidden_share']:.0%} of {figures['communication_ms']:.2f} ms communication hidden behind compute"
+        )
+    return ", ".join(parts)
 
 
 def _plot(points: list[RooflinePoint], path: Path, key: str, session: PerfSession) -> Path:

@@ -45,6 +45,7 @@ class Measurement:
     warmup: int
     clocks: dict[str, Any] = field(default_factory=dict)
     sample_unit: str = "samples"
+    communication: dict[str, Any] | None = None  # data-parallel cases: processes, all-reduce, overlap
 
     def per_second(self, amount: float, median_ms: float) -> float:
         """``amount`` done per iteration, per second at the median iteration time."""
@@ -67,7 +68,8 @@ def run_case(
     then: Callable[[Prepared], None] | None = None,
 ) -> Measurement:
     """Train ``warmup + iters`` iterations of ``optimization`` and measure the last ``iters``;
-    ``then(case)`` runs after everything is measured (``--profile`` traces one more iteration there)."""
+    ``then(case)`` runs after everything is measured (``--profile`` traces one more iteration there).
+    A data-parallel case runs this in every process; each trains its own slice of every batch."""
     seed_everything()
     with float32_matmuls(optimization.tf32):
         return _run(workload, optimization, device, size, warmup, iters, then)
@@ -159,6 +161,10 @@ def _prepare_model(model: torch.nn.Module, device: torch.device, optimization: O
     model = model.to(device)
     if optimization.channels_last:
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    if optimization.ddp is not None:
+        from trainperf.distributed import data_parallel
+
+        model = data_parallel(model, device, optimization.ddp)
     return model.train()
 
 
@@ -184,6 +190,10 @@ def _fetcher(
             start = time.perf_counter()
             host_batch = next(batches)
             waited = time.perf_counter() - start
+            if optimization.ddp is not None:
+                from trainperf.distributed import own_slice
+
+                host_batch = own_slice(host_batch)
             return tuple(move(t) for t in host_batch), waited
 
     return fetch
@@ -204,24 +214,29 @@ def _stepper(
         loss_fn = torch.compile(training.loss, mode=mode)
     graphs = optimization.compile and optimization.compile_mode in ("reduce-overhead", "max-autotune")
     parts = optimization.accumulation_steps
+    no_sync = getattr(model, "no_sync", None) if (optimization.ddp or {}).get("no_sync") else None
 
-    def forward_backward(batch: Batch) -> torch.Tensor:
+    def forward_backward(batch: Batch, last: bool = True) -> torch.Tensor:
         if graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        with mark("forward"), _autocast(device, optimization):
-            loss = loss_fn(model, batch)
-            if parts > 1:
-                loss = loss / parts
-        with mark("backward"):
-            (scaler.scale(loss) if scaler else loss).backward()
+        # DDP with no_sync: the gradients are all-reduced once, in the last micro-batch's backward
+        unsynced = no_sync() if no_sync is not None and not last else contextlib.nullcontext()
+        with unsynced:
+            with mark("forward"), _autocast(device, optimization):
+                loss = loss_fn(model, batch)
+                if parts > 1:
+                    loss = loss / parts
+            with mark("backward"):
+                (scaler.scale(loss) if scaler else loss).backward()
         return loss.detach().clone() if graphs else loss.detach()
 
     def step(batch: Batch) -> torch.Tensor:
         if parts == 1:
             loss = forward_backward(batch)
         else:
-            micro_batches = zip(*(t.chunk(parts) for t in batch), strict=True)
-            loss = torch.stack([forward_backward(tuple(micro)) for micro in micro_batches]).sum()
+            micro_batches = list(zip(*(t.chunk(parts) for t in batch), strict=True))
+            last = len(micro_batches) - 1
+            loss = torch.stack([forward_backward(tuple(m), i == last) for i, m in enumerate(micro_batches)]).sum()
         with mark("optimizer"):
             if scaler:
                 scaler.step(optimizer)

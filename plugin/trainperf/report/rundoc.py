@@ -51,6 +51,7 @@ def _benchmark(result: CaseResult) -> dict[str, Any]:
             "iters": m.iters,
             "warmup": m.warmup,
             "clocks": m.clocks,
+            "communication": m.communication,
             "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in result.checks],
             "verdict": result.verdict,
             "reader_ms_median": stats.summarize(m.reader_ms).median,

@@ -1,0 +1,223 @@
+"""Data-parallel cases: one process per GPU with PyTorch's DistributedDataParallel over NCCL, or two
+gloo processes on the CPU. Every process loads the same batches and trains its own slice of each, so a
+case trains what the single-process case of the same global batch trains. Rank 0 reports; every rank's
+failure reaches the test's message; no process outlives the case."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException, start_processes
+from torch.nn.parallel import DistributedDataParallel
+
+from trainperf import runner
+from trainperf.case import Optimization
+from trainperf.runner import Measurement, Prepared, synchronize
+from trainperf.workload import Batch, Workload
+
+CPU_PROCESSES = 2
+TIMEOUT_S = 900.0
+ALL_REDUCE_REPEATS = 5
+# NVLink multicast stays off unless the environment turns it on: on a host whose GPUs others share, a
+# program using it can take them out of service; NCCL then picks its ring and tree algorithms
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+class DistributedError(RuntimeError):
+    """A data-parallel case that failed: what each failing rank raised, one line each."""
+
+
+def world_size(device: torch.device) -> int:
+    """One process per visible GPU; two on the CPU."""
+    return torch.cuda.device_count() if device.type == "cuda" else CPU_PROCESSES
+
+
+def unavailable(device: torch.device) -> str | None:
+    """Why data-parallel cases cannot run here, or None."""
+    if not dist.is_available():
+        return "this torch build has no torch.distributed"
+    if device.type == "cuda" and world_size(device) < 2:
+        return f"data-parallel cases need 2 or more GPUs; this machine has {world_size(device)}"
+    return None
+
+
+def data_parallel(model: torch.nn.Module, device: torch.device, settings: Mapping[str, Any]) -> torch.nn.Module:
+    """``model`` wrapped in DistributedDataParallel with the case's settings (in a rank's process)."""
+    if not dist.is_initialized():
+        raise RuntimeError("a data-parallel case runs through trainperf.distributed.run_case, one process per rank")
+    keywords = {k: settings[k] for k in ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph") if k in settings}
+    wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None, **keywords)
+    hook = settings.get("comm_hook")
+    if hook:
+        wrapped.register_comm_hook(None, getattr(default_hooks, f"{hook}_hook"))
+    return wrapped
+
+
+def own_slice(batch: Batch) -> Batch:
+    """This rank's equal slice of a batch every rank loaded."""
+    world, rank = dist.get_world_size(), dist.get_rank()
+    rows = len(batch[0])
+    if rows % world:
+        raise ValueError(f"a batch of {rows} does not split evenly over {world} processes")
+    return tuple(tensor.chunk(world)[rank] for tensor in batch)
+
+
+def run_case(
+    workload: Workload,
+    optimization: Optimization,
+    device: torch.device,
+    size: str,
+    warmup: int,
+    iters: int,
+    keep: Path | None = None,
+    timeout_s: float = TIMEOUT_S,
+) -> Measurement:
+    """Train the case in ``world_size(device)`` processes; rank 0's measurement, its communication
+    figures under ``communication``; rank 0's traced iteration goes to ``keep`` when given.
+    Raises DistributedError naming every rank that failed."""
+    world = world_size(device)
+    with tempfile.TemporaryDirectory(prefix="trainperf-ddp-") as name:
+        folder = Path(name)
+        args = (world, _free_port(), workload, optimization, device.type, size, warmup, iters, folder, keep)
+        context = start_processes(_rank_main, args=args, nprocs=world, join=False, start_method="spawn")
+        stopped = _join(context, timeout_s)
+        errors = [(folder / f"rank{r}.error").read_text().strip() for r in range(world)]
+        failed = [f"rank {r}: {text}" for r, text in enumerate(errors) if text]
+        if stopped or failed:
+            raise DistributedError("; ".join(failed + ([stopped] if stopped else [])))
+        with open(folder / "rank0.pickle", "rb") as handle:
+            measurement: Measurement = pickle.load(handle)
+    return measurement
+
+
+def _join(context: Any, timeout_s: float) -> str | None:
+    """Wait for every rank; stop them all on a failure or past ``timeout_s``. Why they stopped, or None."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not context.join(timeout=1.0):
+            if time.monotonic() > deadline:
+                return f"stopped after {timeout_s:.0f} s (every rank killed)"
+        return None
+    except ProcessExitedException as error:
+        return f"rank {error.error_index} exited with code {error.exit_code}"
+    except ProcessRaisedException:
+        return None  # the rank wrote what it raised
+    finally:
+        for process in context.processes:
+            if process.is_alive():
+                process.kill()
+            process.join()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _rank_main(
+    rank: int,
+    world: int,
+    port: int,
+    workload: Workload,
+    optimization: Optimization,
+    device_type: str,
+    size: str,
+    warmup: int,
+    iters: int,
+    folder: Path,
+    keep: Path | None,
+) -> None:
+    """One rank: join the group, train the case, measure the communication; rank 0 writes the result."""
+    error = folder / f"rank{rank}.error"
+    error.write_text("")
+    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    for name, value in MULTICAST_OFF.items():
+        os.environ.setdefault(name, value)
+    try:
+        device = torch.device("cuda", rank) if device_type == "cuda" else torch.device("cpu")
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        else:
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=300))
+        figures: dict[str, Any] = {"processes": world, "backend": backend}
+
+        def communication(case: Prepared) -> None:
+            figures.update(_comm(case, keep or folder))
+
+        measurement = runner.run_case(workload, optimization, device, size, warmup, iters, then=communication)
+        if measurement.flops_per_iteration is not None:
+            measurement.flops_per_iteration /= world  # per process: MFU is per GPU
+        measurement.communication = figures
+        if rank == 0:
+            with open(folder / "rank0.pickle", "wb") as handle:
+                pickle.dump(measurement, handle)
+    except BaseException as failure:
+        first_line = (str(failure).strip().splitlines() or [""])[0][:300]
+        error.write_text(f"{type(failure).__name__}: {first_line}")
+        (folder / f"rank{rank}.traceback").write_text(traceback.format_exc())
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _comm(case: Prepared, folder: Path) -> dict[str, Any]:
+    """All-reduce bus bandwidth for the case's gradients, and on a GPU the share of one traced
+    iteration's communication that ran behind computation."""
+    parameters = [p for p in case.model.parameters() if p.requires_grad]
+    device = parameters[0].device
+    figures: dict[str, Any] = {"gradient_bytes": sum(p.numel() * p.element_size() for p in parameters)}
+    figures["all_reduce_busbw_gbs"] = _bus_bandwidth(sum(p.numel() for p in parameters), device)
+    if device.type == "cuda":
+        figures.update(_traced_overlap(case, folder))
+    return figures
+
+
+def _bus_bandwidth(numel: int, device: torch.device) -> float:
+    """GB/s by NCCL-tests' definition: bytes x 2(n-1)/n over the time of one float32 all-reduce."""
+    buffer = torch.ones(numel, dtype=torch.float32, device=device)
+    dist.all_reduce(buffer)
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(ALL_REDUCE_REPEATS):
+        dist.all_reduce(buffer)
+    synchronize(device)
+    seconds = (time.perf_counter() - start) / ALL_REDUCE_REPEATS
+    world = dist.get_world_size()
+    return buffer.numel() * buffer.element_size() * 2 * (world - 1) / world / seconds / 1e9
+
+
+def _traced_overlap(case: Prepared, folder: Path) -> dict[str, Any]:
+    from torch.profiler import ProfilerActivity, profile
+
+    from trainperf.profile.kernels import read_torch_trace
+    from trainperf.profile.overlap import hidden_communication
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
+        case.step(case.fetch()[0])
+        synchronize(next(case.model.parameters()).device)
+    if dist.get_rank() != 0:
+        return {}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "trace.json"
+    traced.export_chrome_trace(str(path))
+    found = hidden_communication(read_torch_trace(path).launches)
+    if found is None:
+        return {"communication_ms": 0.0, "hidden_share": None}
+    total_ns, share = found
+    return {"communication_ms": total_ns / 1e6, "hidden_share": share, "trace": str(path)}

@@ -1,0 +1,44 @@
+"""Data-parallel cases on the CPU: two gloo processes; every failing rank named, none left running."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+import torch
+from toy_workload import Toy
+from trainperf import Optimization, distributed
+
+CPU = torch.device("cpu")
+
+
+def test_two_gloo_processes_train_the_case_and_measure_the_all_reduce() -> None:
+    measurement = distributed.run_case(Toy(), Optimization("ddp", ddp={}), CPU, "tiny", 2, 5)
+    assert measurement.communication is not None
+    assert measurement.communication["processes"] == 2 and measurement.communication["backend"] == "gloo"
+    assert measurement.communication["all_reduce_busbw_gbs"] > 0
+    assert measurement.communication["gradient_bytes"] == (8 * 2 + 2) * 4  # the toy's Linear(8, 2) in float32
+    assert len(measurement.samples_ms) == 5 and measurement.metric > 0.6
+    assert not multiprocessing.active_children()
+
+
+def test_every_failing_rank_is_named_and_no_process_outlives_the_case() -> None:
+    case = Optimization("broken", ddp={}, options={"fail_on_ranks": (0, 1)})
+    with pytest.raises(distributed.DistributedError) as error:
+        distributed.run_case(Toy(), case, CPU, "tiny", 2, 5)
+    message = str(error.value)
+    assert "rank 0: RuntimeError: toy failure on rank 0" in message
+    assert "rank 1: RuntimeError: toy failure on rank 1" in message
+    assert not multiprocessing.active_children()
+
+
+def test_a_hanging_rank_is_stopped_at_the_timeout_with_every_process() -> None:
+    case = Optimization("stuck", ddp={}, options={"hang_on_ranks": (1,)})
+    with pytest.raises(distributed.DistributedError, match="stopped after 20 s"):
+        distributed.run_case(Toy(), case, CPU, "tiny", 2, 5, timeout_s=20)
+    assert not multiprocessing.active_children()
+
+
+def test_unknown_ddp_settings_are_named() -> None:
+    with pytest.raises(ValueError, match=r"unknown ddp settings \['bucket_mb'\]"):
+        Optimization("bad", ddp={"bucket_mb": 10})
