@@ -29,11 +29,13 @@ class Optimization:
     num_workers: int = 0  # DataLoader worker processes
     pin_memory: bool = False  # page-locked host batches (CUDA only)
     non_blocking: bool = False  # asynchronous host-to-device copies
+    prefetch: bool = False  # copy the next batch to the GPU on a side stream while this one computes
     # compute
     amp_dtype: str | None = None  # autocast dtype: None, "bfloat16" or "float16"
     grad_scaler: bool = False  # torch.amp.GradScaler (for float16)
     tf32: bool = False  # TF32 tensor cores for float32 matmuls and convolutions
     channels_last: bool = False  # NHWC model and 4-D inputs
+    cudnn_benchmark: bool = False  # cuDNN times its convolution algorithms and keeps the fastest
     compile: bool = False  # torch.compile the model and its loss
     compile_mode: str = "default"  # torch.compile mode; "reduce-overhead" records CUDA graphs
     # step

@@ -57,6 +57,8 @@ class TrainPerf:
                 self.session.note(check.message)
         self.session.record(result)
         self._attach(result)
+        if measurement.sample_unit == "images":
+            self.session.note(_training_log_line(result))
         if measurement.communication is not None:
             self.session.note(_communication_line(result))
             if self.session.profiling is not None:
@@ -259,6 +261,18 @@ class TrainPerf:
         for name, value in profile_summary.properties(case).items():
             if value is not None:
                 self.record_property(name, value)
+
+
+def _training_log_line(result: CaseResult) -> str:
+    """An image case the way a training log shows it: seconds per batch, of which waiting for data,
+    and images per second."""
+    m = result.measurement
+    batch_cost = result.summary.median / 1000.0
+    reader_cost = stats.summarize(m.reader_ms).median / 1000.0
+    return (
+        f"{result.key}: batch_cost {batch_cost:.4f} s, reader_cost {reader_cost:.4f} s "
+        f"({result.reader_share:.1%}), ips {result.samples_per_second:,.1f} {m.sample_unit}/s"
+    )
 
 
 def _communication_line(result: CaseResult) -> str:

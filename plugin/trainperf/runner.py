@@ -71,7 +71,7 @@ def run_case(
     ``then(case)`` runs after everything is measured (``--profile`` traces one more iteration there).
     A data-parallel case runs this in every process; each trains its own slice of every batch."""
     seed_everything()
-    with float32_matmuls(optimization.tf32):
+    with backend_settings(optimization):
         return _run(workload, optimization, device, size, warmup, iters, then)
 
 
@@ -87,7 +87,7 @@ class Prepared:
 
 
 def prepare(workload: Workload, optimization: Optimization, device: torch.device, size: str) -> Prepared:
-    """Build the case and apply its optimization (call inside ``float32_matmuls``)."""
+    """Build the case and apply its optimization (call inside ``backend_settings``)."""
     training = workload.build(device, size, optimization)
     model = _prepare_model(training.model, device, optimization)
     phases = PhaseRanges(phase_marker(device))
@@ -145,16 +145,20 @@ def _run(
 
 
 @contextlib.contextmanager
-def float32_matmuls(tf32: bool) -> Iterator[None]:
-    """TF32 tensor cores for float32 matmuls and convolutions while a case runs, or strict float32."""
-    matmul, cudnn = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
-    torch.set_float32_matmul_precision("high" if tf32 else "highest")
-    torch.backends.cudnn.allow_tf32 = tf32
+def backend_settings(optimization: Optimization) -> Iterator[None]:
+    """While a case runs: TF32 tensor cores for float32 matmuls and convolutions, or strict float32;
+    cuDNN's convolution autotuner on or off."""
+    matmul, cudnn_tf32 = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    benchmark = torch.backends.cudnn.benchmark
+    torch.set_float32_matmul_precision("high" if optimization.tf32 else "highest")
+    torch.backends.cudnn.allow_tf32 = optimization.tf32
+    torch.backends.cudnn.benchmark = optimization.cudnn_benchmark
     try:
         yield
     finally:
         torch.set_float32_matmul_precision(matmul)
-        torch.backends.cudnn.allow_tf32 = cudnn
+        torch.backends.cudnn.allow_tf32 = cudnn_tf32
+        torch.backends.cudnn.benchmark = benchmark
 
 
 def _prepare_model(model: torch.nn.Module, device: torch.device, optimization: Optimization) -> torch.nn.Module:
@@ -184,6 +188,11 @@ def _fetcher(
         if optimization.channels_last and tensor.dim() == 4 and tensor.is_floating_point():
             tensor = tensor.contiguous(memory_format=torch.channels_last)
         return tensor
+
+    if optimization.prefetch and device.type == "cuda":
+        from trainperf.prefetch import SideStreamCopies
+
+        batches = SideStreamCopies(batches, device, move)  # already on the device: move() leaves them be
 
     def fetch() -> tuple[Batch, float]:
         with mark("data"):

@@ -16,7 +16,7 @@ import torch
 
 from trainperf.case import Optimization
 from trainperf.profile.child import MARK
-from trainperf.runner import Prepared, float32_matmuls, prepare, seed_everything, synchronize
+from trainperf.runner import Prepared, backend_settings, prepare, seed_everything, synchronize
 from trainperf.workload import Workload
 
 TRACE = "trace.json"
@@ -34,7 +34,7 @@ def run_marked_iteration(
 ) -> None:
     """Warm up ``max(warmup, 2)`` iterations, then profile one; writes ``child.json`` (and the trace)."""
     seed_everything()
-    with float32_matmuls(optimization.tf32):
+    with backend_settings(optimization):
         case = prepare(workload, optimization, device, size)
         for _ in range(max(warmup, 2)):
             case.step(case.fetch()[0])

@@ -1,0 +1,140 @@
+"""A ResNet-50-style image classifier (bottleneck blocks, batch norm) on the JPEG corpus of
+``models/images.py``: the vision workload whose data path (decode and augment on the CPU) matters.
+
+Options: ``batch_scale`` (batch size multiple) and ``uint8_transfer`` (the loader hands uint8 images to
+the GPU, which converts and normalizes them: a quarter of the bytes to copy and no float work on the CPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from trainperf.case import Optimization
+from trainperf.workload import FULL, TINY, Batch, Metric, Training
+
+from models import images
+from models.sampling import endless_loader
+from models.transformer import merge_options
+
+OPTIONS = {"batch_scale": 1, "uint8_transfer": False}
+
+
+@dataclass(frozen=True)
+class ResNetConfig:
+    blocks: tuple[int, int, int, int]  # bottleneck blocks per stage
+    width: int  # channels of the stem; stage s has width * 2**s inner and 4x that outer channels
+    side: int  # training image side
+    stored_side: int  # side of the corpus JPEGs
+    corpus: int  # JPEGs in the corpus (every 5th held out)
+    batch_size: int
+    lr: float
+    warmup: int
+    iters: int
+
+
+CONFIGS = {
+    TINY: ResNetConfig((1, 1, 1, 1), 8, 32, 40, 320, 32, 3e-3, 10, 50),
+    FULL: ResNetConfig((3, 4, 6, 3), 64, 224, 256, 1280, 128, 1e-3, 5, 20),
+}
+
+
+class Bottleneck(nn.Module):
+    """1x1 reduce, 3x3 (with the stride), 1x1 expand, each with batch norm; projection shortcut when
+    the shape changes."""
+
+    def __init__(self, inputs: int, inner: int, stride: int) -> None:
+        super().__init__()
+        outputs = 4 * inner
+        self.body = nn.Sequential(
+            nn.Conv2d(inputs, inner, 1, bias=False),
+            nn.BatchNorm2d(inner),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(inner, inner, 3, stride=stride, padding=1, bias=False),
+            nn.BatchNorm2d(inner),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(inner, outputs, 1, bias=False),
+            nn.BatchNorm2d(outputs),
+        )
+        self.shortcut: nn.Module = nn.Identity()
+        if stride != 1 or inputs != outputs:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(inputs, outputs, 1, stride=stride, bias=False), nn.BatchNorm2d(outputs)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(self.body(x) + self.shortcut(x))
+
+
+class ResNet(nn.Module):
+    def __init__(self, blocks: tuple[int, int, int, int], width: int, classes: int) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 7, stride=2, padding=3, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, stride=2, padding=1),
+        )
+        stages: list[nn.Module] = []
+        inputs = width
+        for stage, count in enumerate(blocks):
+            inner = width * 2**stage
+            for block in range(count):
+                stages.append(Bottleneck(inputs, inner, 2 if block == 0 and stage > 0 else 1))
+                inputs = 4 * inner
+        self.stages = nn.Sequential(*stages)
+        self.head = nn.Linear(inputs, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = self.head(self.stages(self.stem(x)).mean(dim=(2, 3)))
+        return logits
+
+
+class Vision:
+    """Image classification: accuracy on the held-out JPEGs (12 classes, 1/12 by chance)."""
+
+    name = "resnet"
+    metric = Metric("accuracy", higher_is_better=True, default_tolerance=0.1, min_gain=1.0)
+
+    def iterations(self, size: str) -> tuple[int, int]:
+        config = CONFIGS[size]
+        return config.warmup, config.iters
+
+    def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
+        config = CONFIGS[size]
+        options = merge_options(OPTIONS, optimization.options, optimization.name)
+        uint8 = bool(options["uint8_transfer"])
+        train, train_labels, test, test_labels = images.split(config.corpus, config.stored_side)
+        batch_size = config.batch_size * int(options["batch_scale"])
+        dataset = images.JpegImages(train, train_labels, config.side, uint8=uint8)
+        loader = endless_loader(dataset, batch_size, optimization, device)
+        model = ResNet(config.blocks, config.width, images.CLASSES).to(device)
+        held_out = images.held_out_tensor(test, config.side).to(device)
+        if optimization.channels_last:
+            held_out = held_out.contiguous(memory_format=torch.channels_last)
+        labels = torch.tensor(test_labels, device=device)
+
+        def loss(trained: nn.Module, batch: Batch) -> torch.Tensor:
+            pixels, targets = batch
+            if uint8:  # converted and normalized here, on the GPU
+                pixels = images.normalize(pixels)
+                if optimization.channels_last:
+                    pixels = pixels.contiguous(memory_format=torch.channels_last)
+            value: torch.Tensor = F.cross_entropy(trained(pixels), targets)
+            return value
+
+        def evaluate(trained: nn.Module) -> float:
+            predictions = torch.cat([trained(chunk).argmax(1) for chunk in held_out.split(config.batch_size)])
+            return (predictions == labels).float().mean().item()
+
+        return Training(
+            model=model,
+            optimizer=torch.optim.AdamW(model.parameters(), lr=config.lr),
+            batches=loader,
+            loss=loss,
+            evaluate=evaluate,
+            samples_per_iteration=batch_size,
+            sample_unit="images",
+        )
