@@ -39,6 +39,7 @@ OPTIONS = {
     "checkpointing": False,
     "param_dtype": "float32",
     "residual_dtype": None,
+    "cross_entropy": "torch",  # or "triton": models/fused_cross_entropy.py, loss and gradient in one kernel
 }
 
 
@@ -88,6 +89,15 @@ def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     inputs, targets = batch
     logits = model(inputs)
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def fused_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """``next_token_loss`` through the Triton cross-entropy kernel (imported here: Triton is needed only
+    by the cases that ask for it)."""
+    from models.fused_cross_entropy import fused_cross_entropy
+
+    inputs, targets = batch
+    return fused_cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
 
 
 class NextTokens(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -140,4 +150,5 @@ class GPT2:
             ]
             return torch.stack(losses).float().mean().item()
 
-        return token_training(model, config, options["optimizer"], loader, next_token_loss, evaluate, batch_size)
+        loss = {"torch": next_token_loss, "triton": fused_next_token_loss}[options["cross_entropy"]]
+        return token_training(model, config, options["optimizer"], loader, loss, evaluate, batch_size)

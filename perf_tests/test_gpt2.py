@@ -59,6 +59,14 @@ vocab_pad_64 = fused_adamw.but(
 no_host_sync = vocab_pad_64.but(
     "no_host_sync", sync_every_step=False, min_speedup={"cuda": 4.5}, max_slowdown=HOST_BOUND
 )
+# A custom kernel: cross-entropy and its gradient in one Triton kernel reading the bf16 logits, instead
+# of eager autocast's float32 copy, log-softmax and float32 gradient (models/fused_cross_entropy.py)
+fused_cross_entropy = no_host_sync.but(
+    "fused_cross_entropy",
+    options={**no_host_sync.options, "cross_entropy": "triton"},
+    needs_cuda="the Triton kernel is compiled for the GPU (its interpreter checks it in tests/)",
+    max_slowdown=HOST_BOUND,
+)
 batch_x2 = no_host_sync.but(
     "batch_x2", options={**no_host_sync.options, "batch_scale": 2}, min_speedup={"cuda": 5.0}, max_slowdown=HOST_BOUND
 )
@@ -103,6 +111,7 @@ LADDER = [
     foreach_adamw,
     vocab_pad_64,
     no_host_sync,
+    fused_cross_entropy,
     batch_x2,
     compiled,
     cuda_graphs,

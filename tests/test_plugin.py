@@ -276,3 +276,37 @@ def test_out_of_memory_fails_that_case_alone(pytester: pytest.Pytester) -> None:
         ["*toy/hungry: ran out of cpu memory: CUDA out of memory. Tried to allocate 20.00 GiB (toy) (memory released)"]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+DATA_PARALLEL_AND_IMAGES_TEST = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+CASES = [
+    Optimization("reference", options={"images": True}),
+    Optimization("ddp", ddp={}, options={"images": True}),
+    Optimization("broken_ddp", ddp={}, options={"fail_on_ranks": (1,)}),
+]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+
+
+def test_image_cases_log_their_costs_and_data_parallel_ones_their_scaling(pytester: pytest.Pytester) -> None:
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=DATA_PARALLEL_AND_IMAGES_TEST)
+    result = pytester.runpytest(*BASE, "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*toy/broken_ddp: data-parallel run failed: *rank 1: RuntimeError: toy failure on rank 1",
+            "note: toy/reference: batch_cost 0.0* s, reader_cost 0.0* s (*%), ips * images/s",
+            "note: toy/ddp: 2 gloo processes, scaling efficiency *% of the single-process reference, "
+            "all-reduce bus bandwidth * GB/s",
+        ]
+    )
+    junit = (pytester.path / "junit.xml").read_text()
+    assert 'name="trainperf_processes" value="2"' in junit and "trainperf_scaling_efficiency" in junit

@@ -1,7 +1,8 @@
 """A toy workload for the plugin's own end-to-end tests: logistic regression on separable points.
 
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
-random labels (a broken optimization whose accuracy drops), ``out_of_memory`` raises torch's
+random labels (a broken optimization whose accuracy drops), ``images`` counts its samples as images,
+``out_of_memory`` raises torch's
 out-of-memory error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks
 and ``hang_on_ranks`` sleeps there for a minute, from the second step.
 """
@@ -64,4 +65,5 @@ class Toy:
             loss=loss,
             evaluate=evaluate,
             samples_per_iteration=64,
+            sample_unit="images" if optimization.options.get("images") else "samples",
         )
