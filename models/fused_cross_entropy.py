@@ -37,8 +37,9 @@ def _cross_entropy_rows(  # type: ignore[no-untyped-def]  # Triton types its poi
     logits_row = logits_ptr + row * row_stride
     grad_row = grad_ptr + row * row_stride
     target = tl.load(targets_ptr + row)
-    running_max = -float("inf")
-    running_sum = 0.0
+    # scalar float32 accumulators, typed as the loop's updates are
+    running_max = tl.max(tl.full([BLOCK_SIZE], -float("inf"), tl.float32), axis=0)
+    running_sum = tl.sum(tl.zeros([BLOCK_SIZE], tl.float32), axis=0)
     for start in range(0, vocab, BLOCK_SIZE):
         columns = start + tl.arange(0, BLOCK_SIZE)
         block = tl.load(logits_row + columns, mask=columns < vocab, other=-float("inf")).to(tl.float32)
