@@ -93,13 +93,17 @@ def run_case(
         args = (world, _free_port(), workload, optimization, device.type, size, warmup, iters, folder, keep)
         context = start_processes(_rank_main, args=args, nprocs=world, join=False, start_method="spawn")
         stopped = _join(context, timeout_s)
-        errors = [(folder / f"rank{r}.error").read_text().strip() for r in range(world)]
-        failed = [f"rank {r}: {text}" for r, text in enumerate(errors) if text]
+        errors = [folder / f"rank{r}.error" for r in range(world)]  # a rank stopped before it began has none
+        failed = [f"rank {r}: {path.read_text().strip()}" for r, path in enumerate(errors) if _written(path)]
         if stopped or failed:
             raise DistributedError("; ".join(failed + ([stopped] if stopped else [])))
         with open(folder / "rank0.pickle", "rb") as handle:
             measurement: Measurement = pickle.load(handle)
     return measurement
+
+
+def _written(path: Path) -> bool:
+    return path.exists() and bool(path.read_text().strip())
 
 
 def _join(context: Any, timeout_s: float) -> str | None:
