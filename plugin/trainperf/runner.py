@@ -107,7 +107,7 @@ def _run(
     case = prepare(workload, optimization, device, size)
     training, model, fetch, step = case.training, case.model, case.fetch, case.step
     flops = training.flops_per_iteration
-    if flops is None:
+    if flops is None and training.step is None:
         flops = count_flops(model, training.loss, fetch()[0])
     initial_metric = _evaluate(training, model, device, optimization)
     losses: list[torch.Tensor] = []
@@ -214,8 +214,19 @@ def _stepper(
     """Returns step(batch) -> detached loss: forward, backward and optimizer, each an NVTX phase.
 
     With ``compile`` the loss function (model and loss together) is compiled; with accumulation the
-    batch is split into micro-batches whose scaled gradients add up before one optimizer step."""
+    batch is split into micro-batches whose scaled gradients add up before one optimizer step.
+    A workload with its own ``step`` (a kernel, no training) gets that, as the forward phase."""
+    own_step = training.step
+    if own_step is not None:
+
+        def kernel_step(batch: Batch) -> torch.Tensor:
+            with mark("forward"):
+                return own_step(batch)
+
+        return kernel_step
     optimizer = training.optimizer
+    if optimizer is None:
+        raise ValueError("a workload without an optimizer must give its own step")
     scaler = torch.amp.GradScaler(device.type) if optimization.grad_scaler else None
     loss_fn = training.loss
     if optimization.compile:

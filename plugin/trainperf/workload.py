@@ -23,16 +23,19 @@ Batch = tuple[torch.Tensor, ...]
 @dataclass
 class Training:
     """One built training run. ``loss`` computes the loss of a batch already on the device;
-    ``evaluate`` returns the held-out metric of the current model."""
+    ``evaluate`` returns the held-out metric of the current model. A workload whose iteration is not a
+    training step (a kernel benchmark) gives that iteration as ``step`` and no optimizer: the runner
+    times ``step(batch)`` and leaves loss and optimizer alone."""
 
     model: torch.nn.Module
-    optimizer: torch.optim.Optimizer
+    optimizer: torch.optim.Optimizer | None
     batches: Iterable[Batch]  # endless: a DataLoader over an endless sampler, for instance
     loss: Callable[[torch.nn.Module, Batch], torch.Tensor]
     evaluate: Callable[[torch.nn.Module], float]
     samples_per_iteration: int
     flops_per_iteration: float | None = None  # None: counted by the runner with FlopCounterMode
     sample_unit: str = "samples"  # what a sample is, for throughput figures: "images", "tokens"...
+    step: Callable[[Batch], torch.Tensor] | None = None  # one iteration of a workload that does not train
 
 
 @dataclass(frozen=True)
