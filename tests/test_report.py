@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from trainperf import cli
+from trainperf.report import charts
 from trainperf.report.document import RunDocumentError, load
 from trainperf.report.experiment import build_report
 from trainperf.report.pages import write_html, write_markdown
@@ -72,7 +73,7 @@ def test_html_embeds_every_chart_and_escapes_kernel_names(rendered: Path) -> Non
     source = (rendered / "report.html").read_text(encoding="utf-8")
     page = parsed(rendered / "report.html")
     assert page.tags <= TAGS  # no markup came from a kernel name
-    assert len(page.images) == 6  # per workload: two rooflines and the timing chart
+    assert len(page.images) == 8  # per workload: two rooflines, the timing chart and the cases on the roofline
     for src in page.images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == PNG
@@ -84,7 +85,7 @@ def test_markdown_has_the_tables_and_its_charts_beside_it(rendered: Path) -> Non
     markdown = (rendered / "report.md").read_text(encoding="utf-8")
     assert "| gpt2/amp_bf16 " in markdown and "| digits/channels_last " in markdown
     charts = re.findall(r"!\[[^]]*\]\((report-images/[^)]+)\)", markdown)
-    assert len(charts) == 6
+    assert len(charts) == 8
     for chart in charts:
         assert (rendered / chart).read_bytes()[:8] == PNG
 
@@ -157,3 +158,13 @@ def test_report_written_from_a_real_run_renders_in_headless_chromium(tmp_path: P
         capture_output=True, timeout=120, check=True,
     )  # fmt: skip
     assert shot.read_bytes()[:8] == PNG and shot.stat().st_size > 50_000
+
+
+def test_each_profiled_case_puts_its_heaviest_kernel_on_the_ladders_roofline() -> None:
+    cases = [case for run in RUNS for case in json.loads(run.read_text())["benchmarks"] if case["group"] == "digits"]
+    points = charts.ladder_points(cases)
+    profiled = [c for c in cases if (c["extra_info"].get("profile") or {}).get("roofline")]
+    assert [p.kernel for p in points] == [c["name"].split("/")[-1] for c in profiled] and len(points) > 1
+    for point, case in zip(points, profiled, strict=True):
+        assert point.time_s == max(r["time_s"] for r in case["extra_info"]["profile"]["roofline"])
+    assert charts.ladder_roofline_chart(profiled[:1], "one case") is None

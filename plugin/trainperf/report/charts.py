@@ -3,6 +3,7 @@ rebuilt from its run-document entry. matplotlib without pyplot."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 from typing import Any
@@ -52,3 +53,21 @@ def timing_chart(cases: list[dict[str, Any]], title: str) -> bytes:
 def roofline_chart(points: list[dict[str, Any]], title: str) -> bytes:
     """A case's roofline from the ``roofline`` points of its run-document profile."""
     return png(roofline_figure([RooflinePoint(**point) for point in points], title))
+
+
+def ladder_points(cases: list[dict[str, Any]]) -> list[RooflinePoint]:
+    """Each profiled case's heaviest kernel (most time in the iteration), named by its case."""
+    points = []
+    for case in cases:
+        found = [RooflinePoint(**p) for p in ((case["extra_info"].get("profile") or {}).get("roofline") or [])]
+        if found:
+            heaviest = max(found, key=lambda point: point.time_s)
+            points.append(dataclasses.replace(heaviest, kernel=case["name"].split("/")[-1]))
+    return points
+
+
+def ladder_roofline_chart(cases: list[dict[str, Any]], title: str) -> bytes | None:
+    """The cases' heaviest kernels on one roofline: the ladder climbing (or not) towards its roofs.
+    None when fewer than two cases have a roofline point."""
+    points = ladder_points(cases)
+    return png(roofline_figure(points, title)) if len(points) > 1 else None

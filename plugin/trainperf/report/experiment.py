@@ -34,6 +34,7 @@ class WorkloadSection:
     cases: pd.DataFrame  # display table
     profiles: list[CaseProfileView]
     timing_png: bytes
+    ladder_png: bytes | None = None  # every profiled case's heaviest kernel on one roofline
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ def _section(workload: str, cases: list[dict[str, Any]]) -> WorkloadSection:
     if best is not None:
         views.append(profile_view(best, f"best ({best['extra_info']['speedup']:.2f}x the reference)"))
     timing = charts.timing_chart(cases, f"{workload}: time per timed iteration")
-    return WorkloadSection(workload, display_cases(frame), views, timing)
+    ladder = charts.ladder_roofline_chart(cases, f"{workload}: each case's heaviest kernel on the roofline")
+    return WorkloadSection(workload, display_cases(frame), views, timing, ladder)
 
 
 def _best(cases: list[dict[str, Any]], reference: dict[str, Any] | None) -> dict[str, Any] | None:

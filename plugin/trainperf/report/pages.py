@@ -53,6 +53,11 @@ def _html_section(section: WorkloadSection) -> str:
         f"<h2>{_text(section.name)}</h2>{table_html(section.cases)}"
         f"<div class='pair'>{profiles}</div>"
         f"<h3>Time per iteration</h3>{_image(section.timing_png, section.name + ': time per iteration')}"
+        + (
+            f"<h3>The cases on the roofline</h3>{_image(section.ladder_png, section.name + ': cases on the roofline')}"
+            if section.ladder_png
+            else ""
+        )
     )
 
 
@@ -110,6 +115,14 @@ def write_markdown(report: Report, directory: Path) -> Path:
             lines += _markdown_profile(view, images)
         timing = _save(section.timing_png, images / f"{_slug(section.name)}-timing.png")
         lines += ["### Time per iteration", "", f"![{section.name}: time per iteration]({IMAGES}/{timing.name})", ""]
+        if section.ladder_png:
+            ladder = _save(section.ladder_png, images / f"{_slug(section.name)}-ladder-roofline.png")
+            lines += [
+                "### The cases on the roofline",
+                "",
+                f"![{section.name}: cases on the roofline]({IMAGES}/{ladder.name})",
+                "",
+            ]
     if report.notes:
         lines += ["## Notes", "", *[f"- {note}" for note in report.notes], ""]
     lines += ["From " + ", ".join(f"`{source}`" for source in report.sources), ""]
