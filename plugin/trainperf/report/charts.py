@@ -70,4 +70,9 @@ def ladder_roofline_chart(cases: list[dict[str, Any]], title: str) -> bytes | No
     """The cases' heaviest kernels on one roofline: the ladder climbing (or not) towards its roofs.
     None when fewer than two cases have a roofline point."""
     points = ladder_points(cases)
-    return png(roofline_figure(points, title)) if len(points) > 1 else None
+    if len(points) < 2:
+        return None
+    figure = roofline_figure(points, title, legend_only=True)
+    figure.set_size_inches(11, 5.5)
+    figure.tight_layout()
+    return png(figure)

@@ -24,8 +24,9 @@ def plot_roofline(points: Sequence[RooflinePoint], path: Path, title: str) -> Pa
     return path
 
 
-def roofline_figure(points: Sequence[RooflinePoint], title: str) -> Figure:
-    """The chart of ``points``."""
+def roofline_figure(points: Sequence[RooflinePoint], title: str, legend_only: bool = False) -> Figure:
+    """The chart of ``points``; with ``legend_only`` each point is named in the legend rather than beside
+    it, at its DRAM intensity only (many points: a ladder of cases)."""
     figure = Figure(figsize=(8, 5.5))  # no pyplot: no global state, no display needed
     axes = figure.subplots()
     intensities = _axis(points)
@@ -42,21 +43,27 @@ def roofline_figure(points: Sequence[RooflinePoint], title: str) -> Figure:
         if bandwidth and top_peak:
             axes.plot(intensities, np.minimum(intensities * bandwidth, top_peak), linewidth=1,
                       label=f"{level} {bandwidth / 1e12:.1f} TB/s")  # fmt: skip
-    colors = matplotlib.colormaps["tab10"]
+    colors = matplotlib.colormaps["tab20" if legend_only else "tab10"]
     for index, point in enumerate(p for p in points if p.flops and p.time_s):
         achieved = point.flops / point.time_s
+        label = f"{short_name(point.kernel)[:32]} ({point.bound}, {_percent(point.roof_share)})"
+        if legend_only:
+            if point.dram_bytes:
+                axes.scatter(point.flops / point.dram_bytes, achieved, color=colors(index % 20), zorder=3, label=label)
+            continue
         for level, _, traffic, marker in MEMORY_ROOFS:
             moved = getattr(point, traffic)
             if moved:
                 axes.scatter(point.flops / moved, achieved, marker=marker, color=colors(index % 10),
                              facecolors=colors(index % 10) if level == "DRAM" else "none", zorder=3)  # fmt: skip
-        axes.annotate(
-            f"{short_name(point.kernel)[:32]} ({point.bound}, {_percent(point.roof_share)})",
-            (point.intensity, achieved), fontsize=7, xytext=(4, 4), textcoords="offset points",
-        )  # fmt: skip
+        axes.annotate(label, (point.intensity, achieved), fontsize=7, xytext=(4, 4), textcoords="offset points")
     axes.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="FLOP/s", title=title)
-    axes.legend(loc="lower right", fontsize=8, title="filled: DRAM, hollow: L2 (square), L1 (triangle)",
-                title_fontsize=7)  # fmt: skip
+    if legend_only:
+        axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, title="at DRAM intensity",
+                    title_fontsize=7)  # fmt: skip
+    else:
+        axes.legend(loc="lower right", fontsize=8, title="filled: DRAM, hollow: L2 (square), L1 (triangle)",
+                    title_fontsize=7)  # fmt: skip
     axes.grid(True, which="major", linewidth=0.3)
     figure.tight_layout()
     return figure
