@@ -1,16 +1,12 @@
 """The Triton cross-entropy kernel against PyTorch's, on fresh random logits; in Triton's interpreter
-where there is no GPU."""
+where there is no GPU (``tests/conftest.py`` sets ``TRITON_INTERPRET=1`` there)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # read when the kernel is defined: before the import
 pytest.importorskip("triton", reason="Triton is not installed: pip install triton")
 from models.fused_cross_entropy import fused_cross_entropy
 
