@@ -243,6 +243,17 @@ def test_xdist_workers_write_their_own_run_documents_and_the_controller_merges_t
     )
 
 
+def test_xdist_workers_updating_baselines_at_once_lose_no_entry(toy_suite) -> None:
+    """Two workers rewrite the same device file at the same time: the lock keeps both cases."""
+    pytest.importorskip("xdist", reason="pytest-xdist not installed")
+    pytester = toy_suite()
+    pytester.runpytest(*BASE, "-n", "2", "--update-baselines").assert_outcomes(passed=2)
+    files = list((pytester.path / "bl").glob("*.json"))
+    assert len(files) == 1
+    assert sorted(json.loads(files[0].read_text())["cases"]) == ["toy/reference", "toy/variant"]
+    pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=2)  # both gate against what was kept
+
+
 def test_gpu_per_worker_needs_a_gpu_for_each_worker(toy_suite) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
     result = toy_suite().runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker", "--perf-report=out")
