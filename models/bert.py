@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import Dataset
 from trainperf.case import Optimization
-from trainperf.workload import FULL, TINY, Batch, Metric, Training
+from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
 from models import text
 from models.sampling import endless_loader
@@ -23,7 +23,6 @@ from models.transformer import (
     Trunk,
     TrunkConfig,
     init_weights,
-    merge_options,
     padded,
     token_training,
 )

@@ -19,9 +19,7 @@ from typing import Any
 
 import torch
 from trainperf.case import Optimization
-from trainperf.workload import FULL, TINY, Batch, Metric, Training
-
-from models.transformer import merge_options
+from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
 CUDA_SOURCE = r"""
 #include <torch/extension.h>

@@ -13,11 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from trainperf.case import Optimization
-from trainperf.workload import FULL, TINY, Batch, Metric, Training
+from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
 from models import images
 from models.sampling import endless_loader
-from models.transformer import merge_options
 
 OPTIONS = {"batch_scale": 1, "uint8_transfer": False}
 

@@ -8,7 +8,7 @@ backend chosen by PyTorch), and ``flash`` or ``cudnn`` (that fused kernel and no
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,13 +143,6 @@ def adamw(model: nn.Module, lr: float, implementation: str) -> torch.optim.AdamW
     if implementation not in flags:
         raise ValueError(f"optimizer must be one of {tuple(flags)}, got {implementation!r}")
     return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1, **flags[implementation])
-
-
-def merge_options(defaults: Mapping[str, Any], given: Mapping[str, Any], case: str) -> dict[str, Any]:
-    unknown = set(given) - set(defaults)
-    if unknown:
-        raise ValueError(f"{case}: unknown workload options {sorted(unknown)}; known: {sorted(defaults)}")
-    return {**defaults, **given}
 
 
 def padded(size: int, multiple: int) -> int:

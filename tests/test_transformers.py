@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from trainperf.workload import merge_options
 
 from models import bert, gpt2, text
-from models.transformer import TrunkConfig, costed_parameters, merge_options, padded
+from models.transformer import TrunkConfig, costed_parameters, padded
 
 ROOT = Path(__file__).resolve().parents[1]
 

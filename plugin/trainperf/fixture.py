@@ -268,7 +268,7 @@ def _training_log_line(result: CaseResult) -> str:
     and images per second."""
     m = result.measurement
     batch_cost = result.summary.median / 1000.0
-    reader_cost = stats.summarize(m.reader_ms).median / 1000.0
+    reader_cost = result.reader_share * batch_cost
     return (
         f"{result.key}: batch_cost {batch_cost:.4f} s, reader_cost {reader_cost:.4f} s "
         f"({result.reader_share:.1%}), ips {result.samples_per_second:,.1f} {m.sample_unit}/s"

@@ -189,6 +189,12 @@ def _fetcher(
             tensor = tensor.contiguous(memory_format=torch.channels_last)
         return tensor
 
+    slice_for_rank: Callable[[Batch], Batch] | None = None  # a data-parallel rank trains its own slice
+    if optimization.ddp is not None:
+        from trainperf.distributed import own_slice
+
+        slice_for_rank = own_slice
+
     if optimization.prefetch and device.type == "cuda":
         from trainperf.prefetch import SideStreamCopies
 
@@ -199,10 +205,8 @@ def _fetcher(
             start = time.perf_counter()
             host_batch = next(batches)
             waited = time.perf_counter() - start
-            if optimization.ddp is not None:
-                from trainperf.distributed import own_slice
-
-                host_batch = own_slice(host_batch)
+            if slice_for_rank is not None:
+                host_batch = slice_for_rank(host_batch)
             return tuple(move(t) for t in host_batch), waited
 
     return fetch

@@ -6,9 +6,9 @@ the generic optimizations (loader settings, copies, autocast, layout, compile) a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -72,3 +72,11 @@ def loader_settings(optimization: Optimization, device: torch.device) -> dict[st
         "persistent_workers": workers > 0,
         "prefetch_factor": 4 if workers > 0 else None,
     }
+
+
+def merge_options(defaults: Mapping[str, Any], given: Mapping[str, Any], case: str) -> dict[str, Any]:
+    """A workload's ``options``: its defaults overridden by the case's; an unknown one is named."""
+    unknown = set(given) - set(defaults)
+    if unknown:
+        raise ValueError(f"{case}: unknown workload options {sorted(unknown)}; known: {sorted(defaults)}")
+    return {**defaults, **given}
