@@ -17,11 +17,12 @@ WORKERS = max(1, min(12, (os.cpu_count() or 1) - 2))  # leave the main process a
 
 # The reference decodes and augments every batch in the main process: it is bound by the host CPU,
 # whose speed moved its median by up to +33% between runs on the H100 host, so its own time gate is wider.
-# Its speedups over that reference move with the host too: 2.5-3.6x for the loader cases across leases.
+# Its speedups over that reference move with the host too: 1.97-3.65x for the loader cases in 10 A/A runs
+# of one lease, so their minimum sits 10% below the lowest seen.
 reference = Optimization(REFERENCE, max_slowdown=0.5)
-dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 2.2})
+dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 1.8})
 pinned_nonblocking = dataloader_workers.but(
-    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 2.2}
+    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 1.8}
 )
 amp_bf16 = pinned_nonblocking.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 4.0})
 # Its iterations alternate between about 5 and 10 ms (launch-bound): medians moved by 21% between A/A runs.

@@ -14,11 +14,12 @@ from trainperf.fixture import TrainPerf
 from models.gpt2 import GPT2
 
 ON_CUDA = "CUDA-only kernels"
-# Eager cases whose time rides on the host CPU (kernel launches, the for-loop optimizer): in A/A runs on
-# one H100 their medians moved by up to 13% between runs of the same code (docs/evidence/trust.md), so
-# their time gate catches gross slowdowns only. GPU-bound cases keep the gate's default.
+# Eager cases whose time rides on the host CPU (kernel launches, the for-loop optimizer): in 10 A/A runs
+# on one H100 their medians moved by up to 19% between runs of the same code (docs/evidence/trust.md), so
+# their time gate catches gross slowdowns only, and their speedup minimums sit about 10% below the lowest
+# speedup those runs saw. GPU-bound cases keep the gate's default.
 HOST_BOUND = 0.25
-NOISY = 0.10  # cases whose medians moved by 2% and whose iterations spread by up to 6% within a run
+NOISY = 0.15  # cases whose medians moved by up to 12% and whose iterations spread by up to 7% within a run
 
 reference = Optimization(REFERENCE, sync_every_step=True)  # fp32, naive attention, for-loop AdamW, loss read each step
 tf32 = reference.but("tf32", tf32=True, min_speedup={"cuda": 1.8})
@@ -28,14 +29,25 @@ amp_fp16_gradscaler = tf32.but(
     amp_dtype="float16",
     grad_scaler=True,
     needs_cuda="float16 autocast with GradScaler is the CUDA recipe",
-    min_speedup={"cuda": 1.9},
+    min_speedup={"cuda": 1.7},
+    max_slowdown=NOISY,
+)
+# A custom kernel: cross-entropy and its gradient in one Triton kernel reading the bf16 logits, instead
+# of eager autocast's float32 copy, log-softmax and float32 gradient (models/fused_cross_entropy.py). A
+# branch of amp_bf16, whose step is bound by the GPU: the bytes it saves show there as time (about 2.5%)
+# and as peak memory (2.3 GiB less). A few of its runs have slow iterations (up to 4% on the median).
+fused_cross_entropy = amp_bf16.but(
+    "fused_cross_entropy",
+    options={"cross_entropy": "triton"},
+    needs_cuda="the Triton kernel is compiled for the GPU (its interpreter checks it in tests/)",
+    min_speedup={"cuda": 2.0},
     max_slowdown=NOISY,
 )
 sdpa_flash = amp_bf16.but(
     "sdpa_flash",
     options={"attention": "flash"},
     needs_cuda="the flash attention kernel exists on CUDA only",
-    min_speedup={"cuda": 3.2},
+    min_speedup={"cuda": 2.8},
     max_slowdown=HOST_BOUND,
 )
 fused_adamw = amp_bf16.but(
@@ -47,25 +59,17 @@ fused_adamw = amp_bf16.but(
 foreach_adamw = amp_bf16.but(
     "foreach_adamw",
     options={"attention": "sdpa", "optimizer": "foreach"},
-    min_speedup={"cuda": 3.3},
+    min_speedup={"cuda": 3.1},
     max_slowdown=HOST_BOUND,
 )
 vocab_pad_64 = fused_adamw.but(
     "vocab_pad_64",
     options={**fused_adamw.options, "vocab_multiple": 64},
-    min_speedup={"cuda": 4.0},
+    min_speedup={"cuda": 3.8},
     max_slowdown=HOST_BOUND,
 )
 no_host_sync = vocab_pad_64.but(
-    "no_host_sync", sync_every_step=False, min_speedup={"cuda": 4.5}, max_slowdown=HOST_BOUND
-)
-# A custom kernel: cross-entropy and its gradient in one Triton kernel reading the bf16 logits, instead
-# of eager autocast's float32 copy, log-softmax and float32 gradient (models/fused_cross_entropy.py)
-fused_cross_entropy = no_host_sync.but(
-    "fused_cross_entropy",
-    options={**no_host_sync.options, "cross_entropy": "triton"},
-    needs_cuda="the Triton kernel is compiled for the GPU (its interpreter checks it in tests/)",
-    max_slowdown=HOST_BOUND,
+    "no_host_sync", sync_every_step=False, min_speedup={"cuda": 4.0}, max_slowdown=HOST_BOUND
 )
 batch_x2 = no_host_sync.but(
     "batch_x2", options={**no_host_sync.options, "batch_scale": 2}, min_speedup={"cuda": 5.0}, max_slowdown=HOST_BOUND
@@ -105,13 +109,13 @@ LADDER = [
     reference,
     tf32,
     amp_bf16,
+    fused_cross_entropy,
     amp_fp16_gradscaler,
     sdpa_flash,
     fused_adamw,
     foreach_adamw,
     vocab_pad_64,
     no_host_sync,
-    fused_cross_entropy,
     batch_x2,
     compiled,
     cuda_graphs,
