@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -60,6 +61,19 @@ def test_many_short_kernels_with_gaps_are_launch_bound_and_data_waits_are_io_bou
     assert kernels.bottleneck(capture, launches, data_wait=0.6).verdict == "I/O-bound"
 
 
+def test_busy_share_is_taken_over_the_timed_iteration_when_known() -> None:
+    """nsys stretches the marked iteration of digits amp_bf16 (its host work slows, its kernels do not):
+    40% busy there, but its kernels fill the iteration the H100 timed for that case."""
+    capture = kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    launches = kernels.iteration_launches(capture)
+    cases = json.loads((DATA / "h100_digits_ncu.run.json").read_text())["benchmarks"]
+    timed_ms = next(c for c in cases if c["name"] == "digits/amp_bf16")["extra_info"]["summary_ms"]["median"]
+    verdict = kernels.bottleneck(capture, launches, timed_ms=timed_ms)
+    assert verdict.verdict == "GPU-bound" and verdict.gpu_busy > 0.9
+    assert verdict.reason.startswith("GPU busy 98% of the timed iteration")
+    assert kernels.bottleneck(capture, launches, timed_ms=3 * timed_ms).verdict == "CPU/launch-bound"
+
+
 def test_bf16_gemm_is_compute_bound_with_exactly_2mnk_flops() -> None:
     points = {p.kernel: p for p in roofline(read_ncu_raw(DATA / "truth.ncu.csv"))}
     gemm = points["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"]
@@ -75,6 +89,19 @@ def test_large_add_is_memory_bound_moving_what_it_must() -> None:
     assert add.dram_bytes == pytest.approx(must_move, rel=0.05)
     assert add.bound == "memory" and add.intensity < 1
     assert add.reason.startswith("memory-bound at 0.17 FLOP/B")
+
+
+def test_padded_tiled_transpose_climbs_to_the_dram_roof_that_naive_is_far_from() -> None:
+    """The 8192 x 4096 float32 transpose of perf_tests/test_kernels.py under ncu on the H100."""
+    (naive,) = roofline(read_ncu_raw(DATA / "transpose_naive.ncu.csv"))
+    (tiled,) = roofline(read_ncu_raw(DATA / "transpose_smem_tiled_padded.ncu.csv"))
+    assert (naive.kernel, tiled.kernel) == ("transpose_naive", "transpose_tiled")
+    assert naive.flops == tiled.flops == 0 and naive.precision == tiled.precision == "none"
+    must_move = 2 * 8192 * 4096 * 4  # read once, write once
+    assert tiled.dram_bytes == pytest.approx(must_move, rel=0.1)
+    assert tiled.bound == "memory" and tiled.roof_share >= 0.8
+    assert naive.bound == "latency" and naive.roof_share < 0.2
+    assert naive.time_s > 4 * tiled.time_s
 
 
 def test_digits_iteration_roofline_names_fp32_paths_and_latency() -> None:

@@ -16,6 +16,7 @@ from trainperf.report import charts
 from trainperf.report.document import RunDocumentError, load
 from trainperf.report.experiment import build_report
 from trainperf.report.pages import write_html, write_markdown
+from trainperf.report.roofline_plot import without_flops
 
 DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_digits_ncu.run.json", DATA / "h100_gpt2_ncu.run.json"]  # --profile=ncu, H100
@@ -168,3 +169,16 @@ def test_each_profiled_case_puts_its_heaviest_kernel_on_the_ladders_roofline() -
     for point, case in zip(points, profiled, strict=True):
         assert point.time_s == max(r["time_s"] for r in case["extra_info"]["profile"]["roofline"])
     assert charts.ladder_roofline_chart(profiled[:1], "one case") is None
+
+
+def test_kernels_without_flops_stand_against_the_dram_roof_and_rates_read_at_a_glance(tmp_path: Path) -> None:
+    kernel_run = DATA / "h100_kernels_ncu.run.json"  # perf_tests/test_kernels.py --profile=ncu on the H100
+    cases = json.loads(kernel_run.read_text())["benchmarks"]
+    transposes = [case for case in cases if case["group"] == "transpose"]
+    matmuls = [case for case in cases if case["group"] == "matmul"]
+    assert without_flops(charts.ladder_points(transposes)) and not without_flops(charts.ladder_points(matmuls))
+    assert (charts.ladder_roofline_chart(transposes, "transpose") or b"")[:8] == PNG
+    assert cli.main(["report", str(kernel_run), "-o", str(tmp_path)]) == 0
+    markdown = (tmp_path / "report.md").read_text()
+    assert "2.74 T bytes" in markdown and "51.7 T FLOP" in markdown  # padded transpose, cuBLAS fp32
+    assert (tmp_path / "report-images" / "transpose-ladder-roofline.png").is_file()

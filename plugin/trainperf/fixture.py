@@ -247,7 +247,7 @@ class TrainPerf:
 
         session = self.session
         assert session.profiling is not None
-        job = session.profiling.job(self.nodeid, result.key, result.reader_share)
+        job = session.profiling.job(self.nodeid, result.key, result.reader_share, result.summary.median)
         backend = session.profiling.backend
         session.progress(f"{result.key}: profiling with {backend.name} (files in {job.out_dir})")
         case = profile_case(backend, job)

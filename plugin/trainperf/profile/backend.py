@@ -43,6 +43,7 @@ class Job:
     timeout_s: float
     data_wait: float | None = None  # reader_cost / batch_cost of the timed run
     pytest_args: tuple[str, ...] = ()  # for the child's pytest: ini file, device
+    timed_ms: float | None = None  # the timed run's median iteration
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def from_capture(capture: kernels.Capture, tool: str, job: Job, files: list[Path
         raise ProfileError(f"{tool}: no kernels in the marked iteration of {job.nodeid}")
     begin, end = capture.iteration
     on_gpu = capture.unit == "kernel"
-    verdict = kernels.bottleneck(capture, launches, job.data_wait) if on_gpu else None
+    verdict = kernels.bottleneck(capture, launches, job.data_wait, job.timed_ms) if on_gpu else None
     top = kernels.top_kernels(kernels.kernel_table(launches))
     configs = kernels.launch_configs(launches, top["name"])
     return Profile(tool, top, verdict, (end - begin) / 1e6, files=files, unit=capture.unit, configs=configs)

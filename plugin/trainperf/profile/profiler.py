@@ -37,8 +37,9 @@ class ProfileSetup:
     child_args: tuple[str, ...]  # what the child's pytest needs: rootdir, ini file, device
     timeout_s: float
 
-    def job(self, nodeid: str, case_key: str, data_wait: float | None) -> Job:
-        return Job(nodeid, self.rootdir, self.folder(case_key), self.timeout_s, data_wait, self.child_args)
+    def job(self, nodeid: str, case_key: str, data_wait: float | None, timed_ms: float | None = None) -> Job:
+        folder = self.folder(case_key)
+        return Job(nodeid, self.rootdir, folder, self.timeout_s, data_wait, self.child_args, timed_ms)
 
     def folder(self, case_key: str) -> Path:
         return case_folder(self.root, case_key)

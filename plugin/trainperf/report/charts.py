@@ -11,7 +11,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from trainperf.profile.roofline import RooflinePoint
-from trainperf.report.roofline_plot import roofline_figure
+from trainperf.report.roofline_plot import bandwidth_figure, case_figure, roofline_figure, without_flops
 
 COLUMNS = 3
 
@@ -52,7 +52,7 @@ def timing_chart(cases: list[dict[str, Any]], title: str) -> bytes:
 
 def roofline_chart(points: list[dict[str, Any]], title: str) -> bytes:
     """A case's roofline from the ``roofline`` points of its run-document profile."""
-    return png(roofline_figure([RooflinePoint(**point) for point in points], title))
+    return png(case_figure([RooflinePoint(**point) for point in points], title))
 
 
 def ladder_points(cases: list[dict[str, Any]]) -> list[RooflinePoint]:
@@ -67,11 +67,14 @@ def ladder_points(cases: list[dict[str, Any]]) -> list[RooflinePoint]:
 
 
 def ladder_roofline_chart(cases: list[dict[str, Any]], title: str) -> bytes | None:
-    """The cases' heaviest kernels on one roofline: the ladder climbing (or not) towards its roofs.
-    None when fewer than two cases have a roofline point."""
+    """The cases' heaviest kernels on one roofline: the ladder climbing (or not) towards its roofs; when
+    most of them do no floating-point work (copies, transposes), their DRAM bandwidth against the DRAM
+    roof instead. None when fewer than two cases have a roofline point."""
     points = ladder_points(cases)
     if len(points) < 2:
         return None
+    if without_flops(points):
+        return png(bandwidth_figure(points, title.replace("on the roofline", "against the DRAM roof")))
     figure = roofline_figure(points, title, legend_only=True)
     figure.set_size_inches(11, 5.5)
     figure.tight_layout()

@@ -11,6 +11,7 @@ import pandas as pd
 
 from trainperf.report import charts
 from trainperf.report.document import RunDocument, cases_frame, merged_cases
+from trainperf.report.units import rate_text
 
 REFERENCE = "reference"
 
@@ -123,7 +124,7 @@ def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
             "case": frame["case"],
             "ms/iter (± IQR)": [f"{m:.3f} ± {q:.3f}" for m, q in zip(frame["median_ms"], frame["iqr_ms"], strict=True)],
             "speedup": [f"{s:.2f}x" for s in frame["speedup"]],
-            "throughput/s": [f"{v:,.0f} {u}" for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
+            "throughput/s": [rate_text(v, u) for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
             "MFU": [_percent(v) for v in frame["mfu"]],
             "peak MiB": ["" if pd.isna(v) else f"{v:,.0f}" for v in frame["peak_mib"]],
             "accuracy": [f"{n} {v:.4f}" for n, v in zip(frame["metric"], frame["metric_value"], strict=True)],

@@ -20,8 +20,18 @@ MEMORY_ROOFS = (("DRAM", "peak_bandwidth", "dram_bytes", "o"), ("L2", "peak_l2_b
 def plot_roofline(points: Sequence[RooflinePoint], path: Path, title: str) -> Path:
     """Write the chart of ``points`` to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    roofline_figure(points, title).savefig(path, dpi=110)
+    case_figure(points, title).savefig(path, dpi=110)
     return path
+
+
+def case_figure(points: Sequence[RooflinePoint], title: str) -> Figure:
+    """The roofline of a case's kernels, or their bandwidth chart when most of them do no FLOPs."""
+    return bandwidth_figure(points, title) if without_flops(points) else roofline_figure(points, title)
+
+
+def without_flops(points: Sequence[RooflinePoint]) -> bool:
+    """Most kernels do no floating-point work (copies, transposes): a FLOP/s roofline cannot show them."""
+    return 2 * sum(not point.flops for point in points) >= len(points)
 
 
 def roofline_figure(points: Sequence[RooflinePoint], title: str, legend_only: bool = False) -> Figure:
@@ -65,6 +75,31 @@ def roofline_figure(points: Sequence[RooflinePoint], title: str, legend_only: bo
         axes.legend(loc="lower right", fontsize=8, title="filled: DRAM, hollow: L2 (square), L1 (triangle)",
                     title_fontsize=7)  # fmt: skip
     axes.grid(True, which="major", linewidth=0.3)
+    figure.tight_layout()
+    return figure
+
+
+def bandwidth_figure(points: Sequence[RooflinePoint], title: str) -> Figure:
+    """Kernels that do (next to) no floating-point work, such as copies and transposes, cannot sit on a
+    FLOP/s roofline: one bar per kernel of the DRAM bandwidth it reached, against the DRAM roof."""
+    figure = Figure(figsize=(9, 1.6 + 0.45 * len(points)))
+    axes = figure.subplots()
+    names = [short_name(p.kernel)[:32] for p in points]
+    reached = [p.dram_bytes / p.time_s / 1e12 if p.time_s else 0.0 for p in points]
+    axes.barh(names, reached, color="C0")
+    for row, (point, value) in enumerate(zip(points, reached, strict=True)):
+        share = value * 1e12 / point.peak_bandwidth if point.peak_bandwidth else None
+        axes.annotate(f"{value:.2f} TB/s, {_percent(share)} ({point.bound})", (value, row), xytext=(4, 0),
+                      textcoords="offset points", va="center", fontsize=8)  # fmt: skip
+    roof = _mean([p.peak_bandwidth for p in points])
+    if roof:
+        axes.axvline(roof / 1e12, linestyle="--", linewidth=1, color="C3", label=f"DRAM roof {roof / 1e12:.2f} TB/s")
+    axes.set_xlim(0, 1.45 * max([*reached, (roof or 0.0) / 1e12, 0.001]))  # room for the labels
+    axes.invert_yaxis()  # the first case on top
+    axes.set(xlabel="DRAM bandwidth reached (TB/s)", title=title)
+    if roof:
+        axes.legend(loc="lower right", fontsize=8)
+    axes.grid(True, axis="x", linewidth=0.3)
     figure.tight_layout()
     return figure
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from trainperf.report.units import rate_text
 from trainperf.session import CaseResult
 
 
@@ -25,7 +26,7 @@ def cases_table(results: Sequence[CaseResult]) -> pd.DataFrame:
                 "baseline ms": "" if r.baseline_median_ms is None else f"{r.baseline_median_ms:.3f}",
                 "delta": _percent(r.baseline_delta),
                 "speedup": "" if r.speedup is None else f"{r.speedup:.2f}x",
-                "throughput/s": f"{r.samples_per_second:,.0f} {m.sample_unit}",
+                "throughput/s": rate_text(r.samples_per_second, m.sample_unit),
                 "MFU": "" if r.mfu is None else f"{r.mfu:.1%}",
                 "reader": f"{r.reader_share:.0%}",
                 r.metric_name if len({x.metric_name for x in results}) == 1 else "metric": f"{m.metric:.4f}",
