@@ -37,7 +37,7 @@ class ProfileSetup:
     child_args: tuple[str, ...]  # what the child's pytest needs: rootdir, ini file, device
     timeout_s: float
 
-    def job(self, nodeid: str, case_key: str, data_wait: float | None, timed_ms: float | None = None) -> Job:
+    def job(self, nodeid: str, case_key: str, data_wait: float | None, timed_ms: float) -> Job:
         folder = self.folder(case_key)
         return Job(nodeid, self.rootdir, folder, self.timeout_s, data_wait, self.child_args, timed_ms)
 

@@ -66,7 +66,7 @@ def ladder_points(cases: list[dict[str, Any]]) -> list[RooflinePoint]:
     return points
 
 
-def ladder_roofline_chart(cases: list[dict[str, Any]], title: str) -> bytes | None:
+def ladder_roofline_chart(cases: list[dict[str, Any]], workload: str) -> bytes | None:
     """The cases' heaviest kernels on one roofline: the ladder climbing (or not) towards its roofs; when
     most of them do no floating-point work (copies, transposes), their DRAM bandwidth against the DRAM
     roof instead. None when fewer than two cases have a roofline point."""
@@ -74,8 +74,8 @@ def ladder_roofline_chart(cases: list[dict[str, Any]], title: str) -> bytes | No
     if len(points) < 2:
         return None
     if without_flops(points):
-        return png(bandwidth_figure(points, title.replace("on the roofline", "against the DRAM roof")))
-    figure = roofline_figure(points, title, legend_only=True)
+        return png(bandwidth_figure(points, f"{workload}: each case's heaviest kernel against the DRAM roof"))
+    figure = roofline_figure(points, f"{workload}: each case's heaviest kernel on the roofline", legend_only=True)
     figure.set_size_inches(11, 5.5)
     figure.tight_layout()
     return png(figure)

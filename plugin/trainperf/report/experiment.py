@@ -105,7 +105,7 @@ def _section(workload: str, cases: list[dict[str, Any]]) -> WorkloadSection:
     if best is not None:
         views.append(profile_view(best, f"best ({best['extra_info']['speedup']:.2f}x the reference)"))
     timing = charts.timing_chart(cases, f"{workload}: time per timed iteration")
-    ladder = charts.ladder_roofline_chart(cases, f"{workload}: each case's heaviest kernel on the roofline")
+    ladder = charts.ladder_roofline_chart(cases, workload)
     return WorkloadSection(workload, display_cases(frame), views, timing, ladder)
 
 
