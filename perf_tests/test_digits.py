@@ -5,15 +5,14 @@ Speedups are declared for CUDA only: the tiny CPU configuration proves the cases
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from trainperf import REFERENCE, Optimization
 from trainperf.fixture import TrainPerf
+from trainperf.workers import usable_cores
 
 from models.digits import Digits
 
-WORKERS = max(1, min(12, (os.cpu_count() or 1) - 2))  # leave the main process and the GPU feeder a core
+WORKERS = max(1, min(12, usable_cores() - 2))  # leave the main process and the GPU feeder a core
 
 # The reference decodes and augments every batch in the main process: it is bound by the host CPU,
 # whose speed moved its median by up to +33% between runs on the H100 host, so its own time gate is wider.

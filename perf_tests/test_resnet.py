@@ -3,15 +3,14 @@ crop, flip, normalize on the CPU); each step keeps the previous ones and adds on
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from trainperf import REFERENCE, Optimization
 from trainperf.fixture import TrainPerf
+from trainperf.workers import usable_cores
 
 from models.resnet import Vision
 
-WORKERS = max(1, min(12, (os.cpu_count() or 1) - 2))  # leave the main process and the GPU feeder a core
+WORKERS = max(1, min(12, usable_cores() - 2))  # leave the main process and the GPU feeder a core
 
 # fp32, NCHW, decoding in the main process, pageable copies: bound by the host CPU, so its time gate is wide
 reference = Optimization(REFERENCE, max_slowdown=0.5)

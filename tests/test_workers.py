@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from trainperf import workers
 
@@ -17,3 +21,26 @@ def test_each_worker_gets_the_kth_visible_gpu() -> None:
 def test_workers_write_their_own_run_file() -> None:
     assert workers.run_file({}) == "run.json"
     assert workers.run_file({"PYTEST_XDIST_WORKER": "gw1"}) == "run-gw1.json"
+
+
+def test_each_worker_gets_its_own_equal_share_of_the_cores() -> None:
+    cores = [7, 0, 1, 2, 3, 4, 5, 6, 8]  # any order; the ninth core is left over
+    assert workers.cores_of_worker("gw0", 2, cores) == [0, 1, 2, 3]
+    assert workers.cores_of_worker("gw1", 2, cores) == [4, 5, 6, 7]
+    assert workers.cores_of_worker("gw1", 4, range(4)) == [1]
+    assert workers.cores_of_worker("gw2", 4, range(2)) == [0, 1]  # fewer cores than workers: all of them
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="this OS sets no CPU affinity")
+def test_a_pinned_worker_and_its_torch_threads_run_on_its_share_alone() -> None:
+    script = (
+        "import os, torch; from trainperf import workers; "
+        "share = workers.pin_to_share('gw1', 2); "
+        "print(share, sorted(os.sched_getaffinity(0)), torch.get_num_threads())"
+    )
+    available = sorted(os.sched_getaffinity(0))
+    if len(available) < 2:
+        pytest.skip("needs two cores")
+    share = available[len(available) // 2 : 2 * (len(available) // 2)]
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == f"{share} {share} {len(share)}"

@@ -22,7 +22,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException, start_processes
 from torch.nn.parallel import DistributedDataParallel
 
-from trainperf import runner
+from trainperf import runner, workers
 from trainperf.case import Optimization
 from trainperf.runner import Measurement, Prepared, synchronize
 from trainperf.workload import Batch, Workload
@@ -155,7 +155,7 @@ def _rank_main(
         if device.type == "cuda":
             torch.cuda.set_device(device)
         else:
-            torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+            torch.set_num_threads(max(1, workers.usable_cores() // world))
         backend = "nccl" if device.type == "cuda" else "gloo"
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=300))
         figures: dict[str, Any] = {"processes": world, "backend": backend}

@@ -74,8 +74,8 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 
 def _set_up_workers(settings: Any, config: pytest.Config) -> None:
-    """With --perf-gpu-per-worker, each xdist worker sees its own GPU; the controller clears the run
-    files of earlier runs that it will merge."""
+    """With --perf-gpu-per-worker, each xdist worker sees its own GPU and runs on its share of the host's
+    cores; the controller clears the run files of earlier runs that it will merge."""
     worker = workers.worker_id(os.environ)
     if settings.gpu_per_worker and worker is not None:
         try:
@@ -83,6 +83,8 @@ def _set_up_workers(settings: Any, config: pytest.Config) -> None:
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu  # before CUDA starts: torch reads it then
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        workers.pin_to_share(worker, count)
     if _is_xdist_controller(config) and settings.report is not None:
         for stale in workers.worker_files(Path(settings.report)):
             stale.unlink()

@@ -1,13 +1,17 @@
 """Several GPUs on one runner: pytest-xdist workers, one GPU each (``--perf-gpu-per-worker``).
 
 Worker ``gwK`` sees only the K-th GPU (``CUDA_VISIBLE_DEVICES``, set before CUDA starts), so each case
-is timed alone on its GPU and its baseline is that device's. Each worker writes ``run-gwK.json``; the
-controller merges them into ``run.json`` and the report.
+is timed alone on its GPU and its baseline is that device's. It also runs on the K-th of N equal shares of
+the host's cores, so that one worker's DataLoader processes, compile threads and profiler children do not
+take the CPU time another worker's case is timed on. Each worker writes ``run-gwK.json``; the controller
+merges them into ``run.json`` and the report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 RUN_FILE = "run.json"
@@ -36,6 +40,37 @@ def gpu_of_worker(worker: str, environ: Mapping[str, str], gpu_count: int) -> st
             f"run at most -n {len(visible)}"
         )
     return visible[index]
+
+
+def cores_of_worker(worker: str, worker_count: int, cores: Iterable[int]) -> list[int]:
+    """The K-th of ``worker_count`` equal, contiguous shares of ``cores`` (a remainder stays unused);
+    all of them when there are fewer cores than workers."""
+    ordered = sorted(cores)
+    share = len(ordered) // max(1, worker_count)
+    if share == 0:
+        return ordered
+    index = int(worker.removeprefix("gw"))
+    return ordered[index * share : (index + 1) * share]
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS has one; a GPU worker's share)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def pin_to_share(worker: str, worker_count: int) -> list[int] | None:
+    """Run this process, the processes it starts and torch's intra-op threads on the worker's share of
+    the cores it may use now; returns that share (None where the OS has no CPU affinity)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cores = cores_of_worker(worker, worker_count, os.sched_getaffinity(0))
+    os.sched_setaffinity(0, cores)
+    torch = sys.modules.get("torch")  # imported already: its thread pool was sized for the whole host
+    if torch is not None:
+        torch.set_num_threads(len(cores))
+    return cores
 
 
 def nvml_gpu_count() -> int:
