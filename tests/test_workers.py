@@ -23,12 +23,23 @@ def test_workers_write_their_own_run_file() -> None:
     assert workers.run_file({"PYTEST_XDIST_WORKER": "gw1"}) == "run-gw1.json"
 
 
-def test_each_worker_gets_its_own_equal_share_of_the_cores() -> None:
-    cores = [7, 0, 1, 2, 3, 4, 5, 6, 8]  # any order; the ninth core is left over
+def test_each_worker_gets_its_own_equal_share_of_the_physical_cores() -> None:
+    cores = [[7], [0], [1], [2], [3], [4], [5], [6], [8]]  # any order; the ninth core is left over
     assert workers.cores_of_worker("gw0", 2, cores) == [0, 1, 2, 3]
     assert workers.cores_of_worker("gw1", 2, cores) == [4, 5, 6, 7]
-    assert workers.cores_of_worker("gw1", 4, range(4)) == [1]
-    assert workers.cores_of_worker("gw2", 4, range(2)) == [0, 1]  # fewer cores than workers: all of them
+    siblings = [[0, 4], [1, 5], [2, 6], [3, 7]]  # hardware threads numbered across the cores
+    assert workers.cores_of_worker("gw1", 2, siblings) == [2, 3, 6, 7]
+    assert workers.cores_of_worker("gw1", 4, [[0], [1], [2], [3]]) == [1]
+    assert workers.cores_of_worker("gw2", 4, [[0, 1]]) == [0, 1]  # fewer cores than workers: all of them
+
+
+def test_threads_are_grouped_by_the_physical_core_the_kernel_reports(tmp_path) -> None:
+    for thread, siblings in {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3", 4: "4-5", 5: "4-5"}.items():
+        topology = tmp_path / f"cpu{thread}" / "topology"
+        topology.mkdir(parents=True)
+        (topology / "thread_siblings_list").write_text(siblings + "\n")
+    assert workers.physical_cores([0, 1, 2, 3, 4, 5], tmp_path) == [[0, 2], [1, 3], [4, 5]]
+    assert workers.physical_cores([0, 1, 4, 9], tmp_path) == [[0], [1], [4], [9]]  # 9: no topology
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="this OS sets no CPU affinity")
@@ -38,9 +49,6 @@ def test_a_pinned_worker_and_its_torch_threads_run_on_its_share_alone() -> None:
         "share = workers.pin_to_share('gw1', 2); "
         "print(share, sorted(os.sched_getaffinity(0)), torch.get_num_threads())"
     )
-    available = sorted(os.sched_getaffinity(0))
-    if len(available) < 2:
-        pytest.skip("needs two cores")
-    share = available[len(available) // 2 : 2 * (len(available) // 2)]
+    share = workers.cores_of_worker("gw1", 2, workers.physical_cores(os.sched_getaffinity(0)))
     shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert shown.strip() == f"{share} {share} {len(share)}"

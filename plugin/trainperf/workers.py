@@ -2,8 +2,9 @@
 
 Worker ``gwK`` sees only the K-th GPU (``CUDA_VISIBLE_DEVICES``, set before CUDA starts), so each case
 is timed alone on its GPU and its baseline is that device's. It also runs on the K-th of N equal shares of
-the host's cores, so that one worker's DataLoader processes, compile threads and profiler children do not
-take the CPU time another worker's case is timed on. Each worker writes ``run-gwK.json``; the controller
+the host's physical cores (a core's hardware threads stay together), so that one worker's DataLoader
+processes, compile threads and profiler children do not take the CPU time another worker's case is
+timed on. Each worker writes ``run-gwK.json``; the controller
 merges them into ``run.json`` and the report.
 """
 
@@ -42,15 +43,40 @@ def gpu_of_worker(worker: str, environ: Mapping[str, str], gpu_count: int) -> st
     return visible[index]
 
 
-def cores_of_worker(worker: str, worker_count: int, cores: Iterable[int]) -> list[int]:
-    """The K-th of ``worker_count`` equal, contiguous shares of ``cores`` (a remainder stays unused);
-    all of them when there are fewer cores than workers."""
-    ordered = sorted(cores)
+def cores_of_worker(worker: str, worker_count: int, physical: Iterable[Iterable[int]]) -> list[int]:
+    """The K-th of ``worker_count`` equal, contiguous shares of the physical cores (each given as its
+    hardware threads), so that no two workers share a core's threads; a remainder stays unused, and
+    every thread is shared when there are fewer physical cores than workers."""
+    ordered = sorted(sorted(threads) for threads in physical)
     share = len(ordered) // max(1, worker_count)
     if share == 0:
-        return ordered
+        return sorted(thread for threads in ordered for thread in threads)
     index = int(worker.removeprefix("gw"))
-    return ordered[index * share : (index + 1) * share]
+    return sorted(thread for threads in ordered[index * share : (index + 1) * share] for thread in threads)
+
+
+def physical_cores(threads: Iterable[int], cpu_root: Path = Path("/sys/devices/system/cpu")) -> list[list[int]]:
+    """``threads`` grouped by the physical core they run on (Linux's ``thread_siblings_list``); a thread
+    whose topology cannot be read is a core of its own."""
+    available = set(threads)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for thread in sorted(available):
+        try:
+            text = (cpu_root / f"cpu{thread}" / "topology" / "thread_siblings_list").read_text()
+            siblings = tuple(sorted(set(_cpu_list(text)) & available)) or (thread,)
+        except (OSError, ValueError):
+            siblings = (thread,)
+        groups.setdefault(siblings, list(siblings))
+    return list(groups.values())
+
+
+def _cpu_list(text: str) -> list[int]:
+    """Linux's CPU list format: ``0-3,8,10-11``."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        first, _, last = part.partition("-")
+        cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
 
 
 def usable_cores() -> int:
@@ -65,7 +91,7 @@ def pin_to_share(worker: str, worker_count: int) -> list[int] | None:
     the cores it may use now; returns that share (None where the OS has no CPU affinity)."""
     if not hasattr(os, "sched_setaffinity"):
         return None
-    cores = cores_of_worker(worker, worker_count, os.sched_getaffinity(0))
+    cores = cores_of_worker(worker, worker_count, physical_cores(os.sched_getaffinity(0)))
     os.sched_setaffinity(0, cores)
     torch = sys.modules.get("torch")  # imported already: its thread pool was sized for the whole host
     if torch is not None:
