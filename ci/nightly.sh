@@ -25,7 +25,7 @@ else
 fi
 workers=()
 if [ "${TRAINPERF_GPUS:-1}" -gt 1 ]; then
-  workers=(-n "$TRAINPERF_GPUS" --perf-gpu-per-worker)
+  workers=(-n "$TRAINPERF_GPUS" --perf-gpu-per-worker --dist worksteal)
 fi
 status=0
 python -m pytest perf_tests "${gate[@]}" "${workers[@]}" --junitxml="$out/junit.xml" --perf-report="$out/report" \

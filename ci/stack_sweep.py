@@ -52,6 +52,7 @@ def main() -> None:
     for name in chosen:
         options, mode, inductor = CANDIDATES[name]
         case = stack.but(name, options={**stack.options, **options}, compile_mode=mode)
+        torch._dynamo.reset()  # else the loss function compiled for an earlier candidate is reused
         try:
             with torch._inductor.config.patch(inductor):
                 m = run_case(GPT2(), case, device, FULL, args.warmup, args.iters)
