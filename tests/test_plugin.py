@@ -257,8 +257,32 @@ def test_xdist_workers_updating_baselines_at_once_lose_no_entry(toy_suite) -> No
 def test_gpu_per_worker_needs_a_gpu_for_each_worker(toy_suite) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
     result = toy_suite().runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker", "--perf-report=out")
-    result.stdout.fnmatch_lines(["*worker gw* has no GPU of its own (0 visible): run at most -n 0*"])
+    result.stdout.fnmatch_lines(["*--perf-gpu-per-worker: no GPU is visible (the driver reports none*"])
     assert result.ret != 0
+
+
+WHERE_TEST = """
+import os, pathlib, time, pytest
+
+@pytest.mark.parametrize("k", range(16))
+def test_where(k):
+    if k == 0:
+        os._exit(3)  # the worker dies; pytest-xdist starts another in its place
+    worker = os.environ["PYTEST_XDIST_WORKER"]
+    pathlib.Path(f"gpu-{worker}.txt").write_text(os.environ["CUDA_VISIBLE_DEVICES"])
+    time.sleep(0.5)
+"""
+
+
+def test_a_crashed_workers_replacement_claims_the_gpu_it_left(pytester: pytest.Pytester, monkeypatch) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist not installed")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # two GPUs by name: no CUDA starts in these tests
+    pytester.makepyfile(test_where=WHERE_TEST)
+    result = pytester.runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker")
+    result.assert_outcomes(passed=15, failed=1)
+    result.stdout.fnmatch_lines(["*worker 'gw0' crashed while running*test_where*"])
+    gpus = {path.stem.removeprefix("gpu-"): path.read_text() for path in pytester.path.glob("gpu-*.txt")}
+    assert gpus == {"gw1": "1", "gw2": "0"}
 
 
 OOM_TEST = """

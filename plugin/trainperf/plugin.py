@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -17,6 +19,9 @@ from trainperf.profile.child import ChildRun
 from trainperf.settings import OPTIONS, Resolved, SettingError, build_settings, resolve
 
 SESSION_KEY = pytest.StashKey["Any"]()
+CLAIMS_KEY = pytest.StashKey[str]()  # the controller's folder of GPU claims
+CLAIM_KEY = pytest.StashKey[IO[str]]()  # a worker's held GPU claim
+CLAIMS_INPUT = "trainperf_gpu_claims"
 MARKER = "trainperf"
 _profile_flag = {"twin_only": False}  # set when another plugin already owns --profile
 
@@ -74,20 +79,40 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 
 def _set_up_workers(settings: Any, config: pytest.Config) -> None:
-    """With --perf-gpu-per-worker, each xdist worker sees its own GPU and runs on its share of the host's
-    cores; the controller clears the run files of earlier runs that it will merge."""
-    worker = workers.worker_id(os.environ)
-    if settings.gpu_per_worker and worker is not None:
+    """With --perf-gpu-per-worker, each xdist worker claims a GPU of its own and runs on that GPU's share
+    of the host's cores; the controller clears the run files of earlier runs that it will merge."""
+    claims = getattr(config, "workerinput", {}).get(CLAIMS_INPUT)
+    if settings.gpu_per_worker and claims is not None:
+        visible = workers.visible_gpus(os.environ, workers.nvml_gpu_count())
         try:
-            gpu = workers.gpu_of_worker(worker, os.environ, workers.nvml_gpu_count())
+            index, gpu, held = workers.claim_gpu(visible, Path(claims))
         except ValueError as error:
             raise pytest.UsageError(str(error)) from None
+        config.stash[CLAIM_KEY] = held  # open for the worker's lifetime
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu  # before CUDA starts: torch reads it then
-        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-        workers.pin_to_share(worker, count)
+        workers.pin_to_share(index, min(len(visible), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
     if _is_xdist_controller(config) and settings.report is not None:
         for stale in workers.worker_files(Path(settings.report)):
             stale.unlink()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, for each worker it starts (a crashed one's replacement too): the folder
+    where workers claim their GPUs."""
+    config = node.config
+    lazy = config.stash.get(SESSION_KEY, None)
+    if lazy is None or not lazy.settings.gpu_per_worker:
+        return
+    if CLAIMS_KEY not in config.stash:
+        config.stash[CLAIMS_KEY] = tempfile.mkdtemp(prefix="trainperf-gpu-claims-")
+    node.workerinput[CLAIMS_INPUT] = config.stash[CLAIMS_KEY]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    claims = config.stash.get(CLAIMS_KEY, None)
+    if claims is not None:
+        shutil.rmtree(claims, ignore_errors=True)
 
 
 class _LazySession:

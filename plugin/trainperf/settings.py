@@ -162,8 +162,8 @@ OPTIONS: dict[str, OptionSpec] = {
         OptionSpec(
             "gpu_per_worker",
             "--perf-gpu-per-worker",
-            "under pytest-xdist (-n N), worker gwK runs on the K-th GPU alone (CUDA_VISIBLE_DEVICES) "
-            "and on the K-th of N equal shares of the host's cores",
+            "under pytest-xdist (-n N), each worker claims a GPU of its own (CUDA_VISIBLE_DEVICES) "
+            "and runs on that GPU's share of the host's cores",
             _boolean,
             False,
             is_flag=True,

@@ -1,11 +1,12 @@
 """Several GPUs on one runner: pytest-xdist workers, one GPU each (``--perf-gpu-per-worker``).
 
-Worker ``gwK`` sees only the K-th GPU (``CUDA_VISIBLE_DEVICES``, set before CUDA starts), so each case
-is timed alone on its GPU and its baseline is that device's. It also runs on the K-th of N equal shares of
-the host's physical cores (a core's hardware threads stay together), so that one worker's DataLoader
-processes, compile threads and profiler children do not take the CPU time another worker's case is
-timed on. Each worker writes ``run-gwK.json``; the controller
-merges them into ``run.json`` and the report.
+Each worker claims the first visible GPU that no other worker of the run holds (a lock file in a folder
+the controller hands out), and sees only that GPU (``CUDA_VISIBLE_DEVICES``, set before CUDA starts), so
+each case is timed alone on its GPU and its baseline is that device's. The K-th GPU's worker also runs
+on the K-th of N equal shares of the host's physical cores (a core's hardware threads stay together), so
+that one worker's DataLoader processes, compile threads and profiler children do not take the CPU time
+another worker's case is timed on. Each worker writes ``run-gwK.json``; the controller merges them into
+``run.json`` and the report.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import IO
 
 RUN_FILE = "run.json"
 WORKER_FILES = "run-gw*.json"
@@ -29,29 +31,44 @@ def run_file(environ: Mapping[str, str]) -> str:
     return RUN_FILE if worker is None else f"run-{worker}.json"
 
 
-def gpu_of_worker(worker: str, environ: Mapping[str, str], gpu_count: int) -> str:
-    """The ``CUDA_VISIBLE_DEVICES`` value of ``worker``: the K-th of the GPUs visible to the run."""
-    visible = [d.strip() for d in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    if not environ.get("CUDA_VISIBLE_DEVICES"):
-        visible = [str(index) for index in range(gpu_count)]
-    index = int(worker.removeprefix("gw"))
-    if index >= len(visible):
+def visible_gpus(environ: Mapping[str, str], gpu_count: int) -> list[str]:
+    """The GPUs the run may use: those ``CUDA_VISIBLE_DEVICES`` names, else every one the driver sees."""
+    named = [d.strip() for d in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return named if environ.get("CUDA_VISIBLE_DEVICES") else [str(index) for index in range(gpu_count)]
+
+
+def claim_gpu(visible: list[str], claims: Path) -> tuple[int, str, IO[str]]:
+    """The first of the visible GPUs that no other worker of this run holds: its index, its
+    ``CUDA_VISIBLE_DEVICES`` value and the open lock file that holds it until this process ends (a
+    crashed worker's GPU is free again for the worker pytest-xdist starts in its place)."""
+    if not visible:
         raise ValueError(
-            f"--perf-gpu-per-worker: worker {worker} has no GPU of its own ({len(visible)} visible): "
-            f"run at most -n {len(visible)}"
+            "--perf-gpu-per-worker: no GPU is visible (the driver reports none, or CUDA_VISIBLE_DEVICES is empty)"
         )
-    return visible[index]
+    import fcntl  # POSIX: GPU runners are
+
+    for index, gpu in enumerate(visible):
+        handle = (claims / f"gpu-{index}.lock").open("w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        return index, gpu, handle
+    raise ValueError(
+        f"--perf-gpu-per-worker: each of the {len(visible)} visible GPUs is held by another worker of this run: "
+        f"run at most -n {len(visible)}"
+    )
 
 
-def cores_of_worker(worker: str, worker_count: int, physical: Iterable[Iterable[int]]) -> list[int]:
-    """The K-th of ``worker_count`` equal, contiguous shares of the physical cores (each given as its
+def cores_of_worker(index: int, worker_count: int, physical: Iterable[Iterable[int]]) -> list[int]:
+    """The ``index``-th of ``worker_count`` equal, contiguous shares of the physical cores (each given as its
     hardware threads), so that no two workers share a core's threads; a remainder stays unused, and
     every thread is shared when there are fewer physical cores than workers."""
     ordered = sorted(sorted(threads) for threads in physical)
     share = len(ordered) // max(1, worker_count)
     if share == 0:
         return sorted(thread for threads in ordered for thread in threads)
-    index = int(worker.removeprefix("gw"))
     return sorted(thread for threads in ordered[index * share : (index + 1) * share] for thread in threads)
 
 
@@ -86,12 +103,12 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def pin_to_share(worker: str, worker_count: int) -> list[int] | None:
+def pin_to_share(index: int, worker_count: int) -> list[int] | None:
     """Run this process, the processes it starts and torch's intra-op threads on the worker's share of
     the cores it may use now; returns that share (None where the OS has no CPU affinity)."""
     if not hasattr(os, "sched_setaffinity"):
         return None
-    cores = cores_of_worker(worker, worker_count, physical_cores(os.sched_getaffinity(0)))
+    cores = cores_of_worker(index, worker_count, physical_cores(os.sched_getaffinity(0)))
     os.sched_setaffinity(0, cores)
     torch = sys.modules.get("torch")  # imported already: its thread pool was sized for the whole host
     if torch is not None:
