@@ -11,6 +11,7 @@ another worker's case is timed on. Each worker writes ``run-gwK.json``; the cont
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -45,8 +46,6 @@ def claim_gpu(visible: list[str], claims: Path) -> tuple[int, str, IO[str]]:
         raise ValueError(
             "--perf-gpu-per-worker: no GPU is visible (the driver reports none, or CUDA_VISIBLE_DEVICES is empty)"
         )
-    import fcntl  # POSIX: GPU runners are
-
     for index, gpu in enumerate(visible):
         handle = (claims / f"gpu-{index}.lock").open("w")
         try:
@@ -76,15 +75,18 @@ def physical_cores(threads: Iterable[int], cpu_root: Path = Path("/sys/devices/s
     """``threads`` grouped by the physical core they run on (Linux's ``thread_siblings_list``); a thread
     whose topology cannot be read is a core of its own."""
     available = set(threads)
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for thread in sorted(available):
-        try:
-            text = (cpu_root / f"cpu{thread}" / "topology" / "thread_siblings_list").read_text()
-            siblings = tuple(sorted(set(_cpu_list(text)) & available)) or (thread,)
-        except (OSError, ValueError):
-            siblings = (thread,)
-        groups.setdefault(siblings, list(siblings))
-    return list(groups.values())
+    return [
+        list(core) for core in dict.fromkeys(_siblings(thread, available, cpu_root) for thread in sorted(available))
+    ]
+
+
+def _siblings(thread: int, available: set[int], cpu_root: Path) -> tuple[int, ...]:
+    """The available hardware threads of ``thread``'s physical core, itself alone where unknown."""
+    try:
+        text = (cpu_root / f"cpu{thread}" / "topology" / "thread_siblings_list").read_text()
+        return tuple(sorted(set(_cpu_list(text)) & available)) or (thread,)
+    except (OSError, ValueError):
+        return (thread,)
 
 
 def _cpu_list(text: str) -> list[int]:
