@@ -1,32 +1,43 @@
 """Measure candidate GPT-2 'stack' combinations on this GPU, one line each, to choose the suite's stack.
 
-    python ci/stack_sweep.py [--iters 20] [--warmup 5] [--only NAME...]
+    python ci/stack_sweep.py [--iters 20] [--warmup 5] [--only NAME...] [--traces DIR]
 
 Each candidate is the suite's ``stack`` case (batch 32, compile, CUDA graphs, bfloat16 residual) with
-another batch size, cross-entropy, attention backend or Inductor setting (coordinate descent tunes
-each generated kernel's launch configuration by timing it); a candidate that fails prints its error and
-the sweep goes on.
+another batch size, cross-entropy, attention backend, weight dtype or Inductor setting (coordinate
+descent tunes each generated kernel's launch configuration by timing it; max-autotune times Triton's
+GEMM templates, with their fused epilogues, against cuBLAS); a candidate that fails prints its error and
+the sweep goes on. With ``--traces`` one more iteration of each candidate runs under torch.profiler: its
+trace is written to DIR/NAME/trace.json and its kernel time is printed by kind, with the top kernels.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import traceback
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 import torch._inductor.config
 from trainperf import stats
 from trainperf.device import peak_tflops
-from trainperf.runner import run_case
+from trainperf.profile.kernels import iteration_launches, kernel_table, read_torch_trace
+from trainperf.profile.replay import TRACE, marked_iteration
+from trainperf.runner import Prepared, run_case
 from trainperf.workload import FULL
 
 from models.gpt2 import GPT2
 from perf_tests.test_gpt2 import stack
 
 TUNED = {"coordinate_descent_tuning": True}
-# name -> (options over the stack's, compile mode, Inductor settings while it compiles)
-CANDIDATES: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
+GEMM_TEMPLATES = {"max_autotune_gemm_backends": "ATEN,TRITON", "max_autotune_pointwise": False}
+TRITON_CE = {"cross_entropy": "triton"}
+BF16_WEIGHTS = {"param_dtype": "bfloat16"}
+PINNED = {"pin_memory": True, "non_blocking": True}  # no host sync at each batch's copy
+# name -> (options over the stack's, compile mode, Inductor settings while it compiles[, other fields])
+CANDIDATES: dict[str, tuple[dict[str, Any], ...]] = {
     "stack": ({}, "reduce-overhead", {}),
     "fused_cross_entropy": ({"cross_entropy": "triton"}, "reduce-overhead", {}),
     "coordinate_descent": ({}, "reduce-overhead", TUNED),
@@ -37,7 +48,62 @@ CANDIDATES: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
     ),
     "flash_attention": ({"attention": "flash"}, "reduce-overhead", {}),
     "b64_coordinate_descent": ({"batch_scale": 8}, "reduce-overhead", TUNED),
+    "bf16_weights": (BF16_WEIGHTS, "reduce-overhead", {}),
+    "fused_ce_bf16_weights": ({**TRITON_CE, **BF16_WEIGHTS}, "reduce-overhead", {}),
+    "fused_ce_max_autotune": (TRITON_CE, "max-autotune", GEMM_TEMPLATES),
+    "max_autotune": ({}, "max-autotune", GEMM_TEMPLATES),
+    "pinned": ({}, "reduce-overhead", {}, PINNED),
+    "pinned_fused_ce": (TRITON_CE, "reduce-overhead", {}, PINNED),
+    "pinned_fused_ce_bf16_weights": ({**TRITON_CE, **BF16_WEIGHTS}, "reduce-overhead", {}, PINNED),
+    "best_coordinate_descent": ({**TRITON_CE, **BF16_WEIGHTS}, "reduce-overhead", TUNED, PINNED),
+    "best_aggressive_fusion": (
+        {**TRITON_CE, **BF16_WEIGHTS},
+        "reduce-overhead",
+        {"aggressive_fusion": True, "combo_kernels": True},
+        PINNED,
+    ),
+    "pinned_fused_ce_bf16_weights_b64": (
+        {**TRITON_CE, **BF16_WEIGHTS, "batch_scale": 8},
+        "reduce-overhead",
+        {},
+        PINNED,
+    ),
 }
+KINDS = [  # kernel kind: a pattern of its names (first match wins)
+    ("GEMM", r"nvjet|gemm|cutlass|xmma|splitKreduce|triton_tem"),
+    ("attention", r"sdpa|flash|fmha|cudnn"),
+    ("cross-entropy", r"_loss_rows|_gradient_rows|log_softmax|nll_loss"),
+    ("optimizer", r"multi_tensor_apply"),
+    ("Inductor elementwise and reductions", r"^triton_"),
+    ("other", r""),
+]
+
+
+def kind_of(name: str) -> str:
+    return next(kind for kind, pattern in KINDS if re.search(pattern, name))
+
+
+def print_kernels(folder: Path, top: int = 12) -> None:
+    """Kernel time of the traced iteration by kind, then its top kernels."""
+    table = kernel_table(iteration_launches(read_torch_trace(folder / TRACE)))
+    table["kind"] = table["name"].map(kind_of)
+    kinds = table.groupby("kind")["total_ns"].sum().sort_values(ascending=False) / 1e6
+    by_kind = ", ".join(f"{kind} {ms:.2f}" for kind, ms in kinds.items())
+    print(f"  kernel time {table['total_ns'].sum() / 1e6:.2f} ms: {by_kind}")
+    rows = table.head(top).assign(ms=table["total_ns"] / 1e6, name=table["name"].str.slice(0, 90))
+    with pd.option_context("display.width", 200, "display.max_colwidth", 90):
+        print(rows[["ms", "calls", "kind", "name"]].to_string(index=False, float_format="%.3f"), flush=True)
+
+
+def tracer(folder: Path | None, device: torch.device) -> Any:
+    """``then`` for run_case: trace one more iteration into ``folder`` (nothing without a folder)."""
+    if folder is None:
+        return None
+
+    def trace(case: Prepared) -> None:
+        marked_iteration(case, device, folder, torch_profiler=True, cuda_profiler=False)
+
+    return trace
 
 
 def main() -> None:
@@ -45,17 +111,19 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--only", nargs="+", choices=list(CANDIDATES), help="these candidates alone, in this order")
+    parser.add_argument("--traces", type=Path, help="trace one more iteration of each candidate into this folder")
     args = parser.parse_args()
     device = torch.device("cuda")
     peak = (peak_tflops(torch.cuda.get_device_name()) or float("nan")) * 1e12
     chosen = args.only or list(CANDIDATES)
     for name in chosen:
-        options, mode, inductor = CANDIDATES[name]
-        case = stack.but(name, options={**stack.options, **options}, compile_mode=mode)
+        options, mode, inductor, *fields = CANDIDATES[name]
+        case = stack.but(name, options={**stack.options, **options}, compile_mode=mode, **(fields or [{}])[0])
         torch._dynamo.reset()  # else the loss function compiled for an earlier candidate is reused
+        folder = args.traces / name if args.traces else None
         try:
             with torch._inductor.config.patch(inductor):
-                m = run_case(GPT2(), case, device, FULL, args.warmup, args.iters)
+                m = run_case(GPT2(), case, device, FULL, args.warmup, args.iters, tracer(folder, device))
         except Exception:
             print(f"{name}: failed\n{traceback.format_exc(limit=3)}", flush=True)
             continue
@@ -68,6 +136,8 @@ def main() -> None:
             f"val_loss {m.metric:.3f}",
             flush=True,
         )
+        if folder is not None:
+            print_kernels(folder)
 
 
 if __name__ == "__main__":

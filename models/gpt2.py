@@ -4,9 +4,11 @@ library's source (see ``models/text.py``), with a tiny configuration for the CPU
 Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, cudnn), ``optimizer``
 (for_loop, foreach, fused), ``vocab_multiple`` (pad the vocabulary to a multiple, 64: 50257 -> 50304),
 ``batch_scale`` (multiply the batch), ``checkpointing`` (activation checkpointing), ``param_dtype``
-(train the weights themselves in that dtype: "float16" without loss scaling is a known way to break it)
-and ``residual_dtype`` (the residual stream's dtype, by default the weights': "bfloat16" halves the
-bytes its norms and adds move while the weights and optimizer stay float32).
+(train the weights and AdamW's moments in that dtype: "bfloat16" saves the casts and half the
+optimizer's bytes; "float16" without loss scaling is a known way to break it), ``residual_dtype`` (the
+residual stream's dtype, by default the weights': "bfloat16" halves the bytes its norms and adds move
+while the weights and optimizer stay float32) and ``cross_entropy`` ("torch", or "triton": the kernels
+of ``models/fused_cross_entropy.py``).
 """
 
 from __future__ import annotations
