@@ -2,8 +2,8 @@
 
     python ci/stack_sweep.py [--iters 20] [--warmup 5] [--only NAME...] [--traces DIR]
 
-Each candidate is the suite's ``stack`` case (batch 32, compile, CUDA graphs, bfloat16 residual) with
-another batch size, cross-entropy, attention backend, weight dtype or Inductor setting (coordinate
+Each candidate is the suite's earlier ``stack`` case (batch 32, compile, CUDA graphs, bfloat16 residual)
+with another batch size, cross-entropy, attention backend, weight dtype or Inductor setting (coordinate
 descent tunes each generated kernel's launch configuration by timing it; max-autotune times Triton's
 GEMM templates, with their fused epilogues, against cuBLAS); a candidate that fails prints its error and
 the sweep goes on. With ``--traces`` one more iteration of each candidate runs under torch.profiler: its
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,39 +36,44 @@ TUNED = {"coordinate_descent_tuning": True}
 GEMM_TEMPLATES = {"max_autotune_gemm_backends": "ATEN,TRITON", "max_autotune_pointwise": False}
 TRITON_CE = {"cross_entropy": "triton"}
 BF16_WEIGHTS = {"param_dtype": "bfloat16"}
+BEST = {**TRITON_CE, **BF16_WEIGHTS}
 PINNED = {"pin_memory": True, "non_blocking": True}  # no host sync at each batch's copy
-# name -> (options over the stack's, compile mode, Inductor settings while it compiles[, other fields])
-CANDIDATES: dict[str, tuple[dict[str, Any], ...]] = {
-    "stack": ({}, "reduce-overhead", {}),
-    "fused_cross_entropy": ({"cross_entropy": "triton"}, "reduce-overhead", {}),
-    "coordinate_descent": ({}, "reduce-overhead", TUNED),
-    "fused_ce_coordinate_descent": (
-        {"cross_entropy": "triton"},
-        "reduce-overhead",
-        TUNED,
-    ),
-    "flash_attention": ({"attention": "flash"}, "reduce-overhead", {}),
-    "b64_coordinate_descent": ({"batch_scale": 8}, "reduce-overhead", TUNED),
-    "bf16_weights": (BF16_WEIGHTS, "reduce-overhead", {}),
-    "fused_ce_bf16_weights": ({**TRITON_CE, **BF16_WEIGHTS}, "reduce-overhead", {}),
-    "fused_ce_max_autotune": (TRITON_CE, "max-autotune", GEMM_TEMPLATES),
-    "max_autotune": ({}, "max-autotune", GEMM_TEMPLATES),
-    "pinned": ({}, "reduce-overhead", {}, PINNED),
-    "pinned_fused_ce": (TRITON_CE, "reduce-overhead", {}, PINNED),
-    "pinned_fused_ce_bf16_weights": ({**TRITON_CE, **BF16_WEIGHTS}, "reduce-overhead", {}, PINNED),
-    "best_coordinate_descent": ({**TRITON_CE, **BF16_WEIGHTS}, "reduce-overhead", TUNED, PINNED),
-    "best_aggressive_fusion": (
-        {**TRITON_CE, **BF16_WEIGHTS},
-        "reduce-overhead",
-        {"aggressive_fusion": True, "combo_kernels": True},
-        PINNED,
-    ),
-    "pinned_fused_ce_bf16_weights_b64": (
-        {**TRITON_CE, **BF16_WEIGHTS, "batch_scale": 8},
-        "reduce-overhead",
-        {},
-        PINNED,
-    ),
+# The stack before the suite's took the sweep's best candidate (pinned copies, the Triton cross-entropy
+# and bfloat16 weights): the candidates start from it.
+EARLIER_STACK = stack.but(
+    "earlier_stack",
+    pin_memory=False,
+    non_blocking=False,
+    options={**stack.options, "cross_entropy": "torch", "param_dtype": "float32"},
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    options: dict[str, Any] = field(default_factory=dict)  # over the earlier stack's
+    fields: dict[str, Any] = field(default_factory=dict)  # other Optimization fields
+    inductor: dict[str, Any] = field(default_factory=dict)  # Inductor settings while it compiles
+    mode: str = "reduce-overhead"  # torch.compile mode
+
+
+CANDIDATES = {
+    "earlier_stack": Candidate(),
+    "stack": Candidate(BEST, PINNED),  # the suite's
+    "fused_cross_entropy": Candidate(TRITON_CE),
+    "coordinate_descent": Candidate(inductor=TUNED),
+    "fused_ce_coordinate_descent": Candidate(TRITON_CE, inductor=TUNED),
+    "flash_attention": Candidate({"attention": "flash"}),
+    "b64_coordinate_descent": Candidate({"batch_scale": 8}, inductor=TUNED),
+    "bf16_weights": Candidate(BF16_WEIGHTS),
+    "fused_ce_bf16_weights": Candidate(BEST),
+    "fused_ce_max_autotune": Candidate(TRITON_CE, inductor=GEMM_TEMPLATES, mode="max-autotune"),
+    "max_autotune": Candidate(inductor=GEMM_TEMPLATES, mode="max-autotune"),
+    "pinned": Candidate(fields=PINNED),
+    "pinned_fused_ce": Candidate(TRITON_CE, PINNED),
+    "pinned_fused_ce_bf16_weights": Candidate(BEST, PINNED),
+    "best_coordinate_descent": Candidate(BEST, PINNED, TUNED),
+    "best_aggressive_fusion": Candidate(BEST, PINNED, {"aggressive_fusion": True, "combo_kernels": True}),
+    "pinned_fused_ce_bf16_weights_b64": Candidate({**BEST, "batch_scale": 8}, PINNED),
 }
 KINDS = [  # kernel kind: a pattern of its names (first match wins)
     ("GEMM", r"nvjet|gemm|cutlass|xmma|splitKreduce|triton_tem"),
@@ -117,12 +123,13 @@ def main() -> None:
     peak = (peak_tflops(torch.cuda.get_device_name()) or float("nan")) * 1e12
     chosen = args.only or list(CANDIDATES)
     for name in chosen:
-        options, mode, inductor, *fields = CANDIDATES[name]
-        case = stack.but(name, options={**stack.options, **options}, compile_mode=mode, **(fields or [{}])[0])
+        candidate = CANDIDATES[name]
+        options = {**EARLIER_STACK.options, **candidate.options}
+        case = EARLIER_STACK.but(name, options=options, compile_mode=candidate.mode, **candidate.fields)
         torch._dynamo.reset()  # else the loss function compiled for an earlier candidate is reused
         folder = args.traces / name if args.traces else None
         try:
-            with torch._inductor.config.patch(inductor):
+            with torch._inductor.config.patch(candidate.inductor):
                 m = run_case(GPT2(), case, device, FULL, args.warmup, args.iters, tracer(folder, device))
         except Exception:
             print(f"{name}: failed\n{traceback.format_exc(limit=3)}", flush=True)
