@@ -40,6 +40,8 @@ OPTIONS = {
     "checkpointing": False,
     "param_dtype": "float32",
     "residual_dtype": None,
+    "separate_qkv": False,  # three attention input projections instead of one (models/transformer.py)
+    "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
     "cross_entropy": "torch",  # or "triton": models/fused_cross_entropy.py, loss and gradient in one kernel
 }
 
@@ -136,6 +138,8 @@ class GPT2:
             causal=True,
             attention=options["attention"],
             checkpointing=options["checkpointing"],
+            separate_qkv=options["separate_qkv"],
+            triton_gelu_backward=options["triton_gelu_backward"],
         )
         model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))

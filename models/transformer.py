@@ -32,6 +32,12 @@ class TrunkConfig:
     causal: bool  # GPT: each position sees only the past; BERT: the whole sequence
     attention: str = "naive"  # one of ATTENTION
     checkpointing: bool = False  # recompute each block's activations in the backward pass
+    # three projections for queries, keys and values instead of one packed: each lands in its own dense
+    # tensor, so the attention's gradients need no concatenation back into the packed layout
+    separate_qkv: bool = False
+    # the up-projection and GELU as one autograd function whose backward computes GELU's gradient and
+    # the bias gradient in one Triton kernel (models/fused_gelu.py)
+    triton_gelu_backward: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:
@@ -44,7 +50,10 @@ class SelfAttention(nn.Module):
     def __init__(self, config: TrunkConfig) -> None:
         super().__init__()
         self.config = config
-        self.qkv = nn.Linear(config.width, 3 * config.width)
+        if config.separate_qkv:
+            self.q, self.k, self.v = (nn.Linear(config.width, config.width) for _ in range(3))
+        else:
+            self.qkv = nn.Linear(config.width, 3 * config.width)
         self.out = nn.Linear(config.width, config.width)
         if config.causal:
             self.mask: torch.Tensor
@@ -53,7 +62,8 @@ class SelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, width = x.shape
         heads = self.config.heads
-        q, k, v = (t.view(batch, length, heads, width // heads).transpose(1, 2) for t in self.qkv(x).chunk(3, -1))
+        projected = (self.q(x), self.k(x), self.v(x)) if self.config.separate_qkv else self.qkv(x).chunk(3, -1)
+        q, k, v = (t.view(batch, length, heads, width // heads).transpose(1, 2) for t in projected)
         y = self._attend(q, k, v)
         return self.out(y.transpose(1, 2).reshape(batch, length, width))  # type: ignore[no-any-return]
 
@@ -73,12 +83,17 @@ class SelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, triton_gelu_backward: bool = False) -> None:
         super().__init__()
         self.up = nn.Linear(width, 4 * width)
         self.down = nn.Linear(4 * width, width)
+        self.triton_gelu_backward = triton_gelu_backward
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.triton_gelu_backward:
+            from models.fused_gelu import linear_gelu  # Triton is needed only by the cases that ask for it
+
+            return self.down(linear_gelu(x, self.up.weight, self.up.bias))  # type: ignore[no-any-return]
         return self.down(F.gelu(self.up(x), approximate="tanh"))  # type: ignore[no-any-return]
 
 
@@ -88,7 +103,7 @@ class Block(nn.Module):
         self.norm1 = nn.LayerNorm(config.width)
         self.attention = SelfAttention(config)
         self.norm2 = nn.LayerNorm(config.width)
-        self.mlp = MLP(config.width)
+        self.mlp = MLP(config.width, config.triton_gelu_backward)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attention(self.norm1(x))

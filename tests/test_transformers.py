@@ -82,3 +82,22 @@ def test_gpt2(trainperf, optimization):
     result = pytester.runpytest("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*gpt2/fp16_weights_no_scaling: training loss became nan at iteration 1 (diverged)*"])
+
+
+def test_separate_qkv_projections_compute_what_the_packed_one_does() -> None:
+    from models.transformer import SelfAttention
+
+    packed_config = TrunkConfig(2, 2, 16, 8, causal=True, attention="sdpa")
+    separate_config = TrunkConfig(2, 2, 16, 8, causal=True, attention="sdpa", separate_qkv=True)
+    torch.manual_seed(0)
+    packed, separate = SelfAttention(packed_config), SelfAttention(separate_config)
+    with torch.no_grad():
+        for projection, weight, bias in zip(
+            (separate.q, separate.k, separate.v), packed.qkv.weight.chunk(3), packed.qkv.bias.chunk(3), strict=True
+        ):
+            projection.weight.copy_(weight)
+            projection.bias.copy_(bias)
+        separate.out.load_state_dict(packed.out.state_dict())
+    x = torch.randn(3, 8, 16)
+    torch.testing.assert_close(separate(x), packed(x))
+    assert sum(p.numel() for p in separate.parameters()) == sum(p.numel() for p in packed.parameters())

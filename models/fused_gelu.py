@@ -1,0 +1,99 @@
+"""A linear layer followed by GPT-2's tanh GELU whose backward pass computes GELU's gradient and the
+bias gradient in one Triton kernel.
+
+Compiled, the up-projection's backward pass runs one kernel that writes GELU's gradient (reading the
+incoming gradient and the saved pre-activation) and a second that reads them again to sum the bias
+gradient over the tokens. Here one kernel does both: each tile writes its part of GELU's gradient and
+the column sums of that part; the few rows of partial sums are added up after it.
+
+On a machine without a GPU, set ``TRITON_INTERPRET=1`` before this module is imported and the kernel
+runs in Triton's interpreter (tests only: it is slow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import torch
+import triton
+import triton.language as tl
+
+TILE_ROWS = 64
+TILE_COLUMNS = 128
+SQRT_2_OVER_PI = 0.7978845608028654
+CUBIC = 0.044715
+
+
+@triton.jit  # type: ignore[untyped-decorator, unused-ignore]  # typed only where Triton is installed
+def _gelu_backward_tiles(  # type: ignore[no-untyped-def]  # Triton types its pointer parameters
+    grad_ptr,
+    pre_ptr,
+    out_ptr,
+    partial_sums_ptr,
+    rows,
+    columns,
+    TILE_M: tl.constexpr,
+    TILE_N: tl.constexpr,
+):
+    """One tile: GELU's gradient ``grad * gelu'(pre)``, stored, and its column sums, stored as the
+    tile's row of partial bias gradients."""
+    tile_row, tile_column = tl.program_id(0), tl.program_id(1)
+    row = tile_row * TILE_M + tl.arange(0, TILE_M)
+    column = tile_column * TILE_N + tl.arange(0, TILE_N)
+    inside = (row[:, None] < rows) & (column[None, :] < columns)
+    offsets = row[:, None].to(tl.int64) * columns + column[None, :]
+    grad = tl.load(grad_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+    x = tl.load(pre_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+    inner = tl.minimum(tl.maximum(SQRT_2_OVER_PI * (x + CUBIC * x * x * x), -20.0), 20.0)  # tanh is +-1 there
+    tanh = 1.0 - 2.0 / (tl.exp(2.0 * inner) + 1.0)
+    slope = 0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * SQRT_2_OVER_PI * (1.0 + 3.0 * CUBIC * x * x)
+    result = (grad * slope).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + offsets, result, mask=inside)
+    column_sums = tl.sum(result.to(tl.float32), axis=0)  # of the stored values, as a separate sum would
+    tl.store(partial_sums_ptr + tile_row * columns + column, column_sums, mask=column < columns)
+
+
+def gelu_backward_and_bias_grad(grad: torch.Tensor, pre: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(GELU's gradient at ``pre`` times ``grad``, its sum over rows in float32), for 2-D contiguous
+    ``grad`` and ``pre`` of one shape."""
+    rows, columns = pre.shape
+    out = torch.empty_like(pre)
+    row_tiles = triton.cdiv(rows, TILE_ROWS)
+    partial_sums = torch.empty(row_tiles, columns, dtype=torch.float32, device=pre.device)
+    grid = (row_tiles, triton.cdiv(columns, TILE_COLUMNS))
+    _gelu_backward_tiles[grid](grad, pre, out, partial_sums, rows, columns, TILE_M=TILE_ROWS, TILE_N=TILE_COLUMNS)
+    return out, partial_sums.sum(0)
+
+
+def _compute_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype autocast gives a linear layer here (the input's without autocast)."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+
+
+class _LinearGelu(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        dtype = _compute_dtype(x)
+        with torch.autocast(x.device.type, enabled=False):
+            inputs = x.reshape(-1, x.shape[-1]).to(dtype)
+            weight_used = weight.to(dtype)
+            pre = torch.addmm(bias.to(dtype), inputs, weight_used.t())
+            ctx.save_for_backward(inputs, weight_used, pre)
+            ctx.dtypes = (x.dtype, weight.dtype, bias.dtype)
+            return torch.nn.functional.gelu(pre, approximate="tanh").view(*x.shape[:-1], -1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        inputs, weight, pre = ctx.saved_tensors
+        x_dtype, weight_dtype, bias_dtype = ctx.dtypes
+        grad_pre, bias_grad = gelu_backward_and_bias_grad(grad.reshape(pre.shape).to(pre.dtype).contiguous(), pre)
+        grad_x = (grad_pre @ weight).view(*grad.shape[:-1], -1).to(x_dtype)
+        return grad_x, (grad_pre.t() @ inputs).to(weight_dtype), bias_grad.to(bias_dtype)
+
+
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``gelu(linear(x, weight, bias), approximate="tanh")``, under autocast as a linear layer is."""
+    apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor], _LinearGelu.apply)
+    return apply(x, weight, bias)
