@@ -76,7 +76,7 @@ CANDIDATES = {
     "pinned_fused_ce_bf16_weights_b64": Candidate({**BEST, "batch_scale": 8}, PINNED),
     "separate_qkv": Candidate({**BEST, "separate_qkv": True}, PINNED),
     "triton_gelu_backward": Candidate({**BEST, "triton_gelu_backward": True}, PINNED),
-    "separate_qkv_triton_gelu_backward": Candidate({**BEST, "separate_qkv": True, "triton_gelu_backward": True}, PINNED),
+    "separate_qkv_triton_gelu": Candidate({**BEST, "separate_qkv": True, "triton_gelu_backward": True}, PINNED),
 }
 KINDS = [  # kernel kind: a pattern of its names (first match wins)
     ("GEMM", r"nvjet|gemm|cutlass|xmma|splitKreduce|triton_tem"),
