@@ -104,13 +104,35 @@ def print_kernels(folder: Path, top: int = 12) -> None:
         print(rows[["ms", "calls", "kind", "name"]].to_string(index=False, float_format="%.3f"), flush=True)
 
 
+STEADY = 5  # iterations traced back to back, as the timed ones run
+
+
+def print_steady(case: Prepared, folder: Path) -> None:
+    """Trace ``STEADY`` iterations in a row (the host queueing ahead, the GPU never idle) and print
+    their kernel time and GPU span per iteration, to compare with a lone traced iteration's."""
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as profiler:
+        for _ in range(STEADY):
+            case.step(case.fetch()[0])
+        torch.cuda.synchronize()
+    path = folder / "steady.json"
+    profiler.export_chrome_trace(str(path))
+    launches = read_torch_trace(path).launches
+    span_ms = (launches["end"].max() - launches["start"].min()) / 1e6
+    kernel_ms = (launches["end"] - launches["start"]).sum() / 1e6
+    per_iteration = f"{kernel_ms / STEADY:.2f} ms of kernels, {span_ms / STEADY:.2f} ms span"
+    print(f"  {STEADY} iterations in a row: per iteration {per_iteration}")
+
+
 def tracer(folder: Path | None, device: torch.device) -> Any:
-    """``then`` for run_case: trace one more iteration into ``folder`` (nothing without a folder)."""
+    """``then`` for run_case: trace one more iteration into ``folder``, then ``STEADY`` in a row
+    (nothing without a folder)."""
     if folder is None:
         return None
 
     def trace(case: Prepared) -> None:
         marked_iteration(case, device, folder, torch_profiler=True, cuda_profiler=False)
+        print_steady(case, folder)
 
     return trace
 

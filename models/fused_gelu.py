@@ -19,10 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-TILE_ROWS = 64
-TILE_COLUMNS = 128
-SQRT_2_OVER_PI = 0.7978845608028654
-CUBIC = 0.044715
+TILE = (64, 128, 4)  # rows, columns, warps per tile
 
 
 @triton.jit  # type: ignore[untyped-decorator, unused-ignore]  # typed only where Triton is installed
@@ -45,24 +42,30 @@ def _gelu_backward_tiles(  # type: ignore[no-untyped-def]  # Triton types its po
     offsets = row[:, None].to(tl.int64) * columns + column[None, :]
     grad = tl.load(grad_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
     x = tl.load(pre_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
-    inner = tl.minimum(tl.maximum(SQRT_2_OVER_PI * (x + CUBIC * x * x * x), -20.0), 20.0)  # tanh is +-1 there
+    # GELU(x) = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3); literals: a kernel reads no globals
+    inner = tl.minimum(tl.maximum(0.7978845608028654 * (x + 0.044715 * x * x * x), -20.0), 20.0)  # tanh = +-1
     tanh = 1.0 - 2.0 / (tl.exp(2.0 * inner) + 1.0)
-    slope = 0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * SQRT_2_OVER_PI * (1.0 + 3.0 * CUBIC * x * x)
+    slope = 0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * 0.7978845608028654 * (1.0 + 0.134145 * x * x)
     result = (grad * slope).to(out_ptr.dtype.element_ty)
     tl.store(out_ptr + offsets, result, mask=inside)
     column_sums = tl.sum(result.to(tl.float32), axis=0)  # of the stored values, as a separate sum would
     tl.store(partial_sums_ptr + tile_row * columns + column, column_sums, mask=column < columns)
 
 
-def gelu_backward_and_bias_grad(grad: torch.Tensor, pre: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def gelu_backward_and_bias_grad(
+    grad: torch.Tensor, pre: torch.Tensor, tile: tuple[int, int, int] = TILE
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(GELU's gradient at ``pre`` times ``grad``, its sum over rows in float32), for 2-D contiguous
-    ``grad`` and ``pre`` of one shape."""
+    ``grad`` and ``pre`` of one shape; ``tile``: rows, columns and warps of each program."""
     rows, columns = pre.shape
+    tile_rows, tile_columns, warps = tile
     out = torch.empty_like(pre)
-    row_tiles = triton.cdiv(rows, TILE_ROWS)
+    row_tiles = triton.cdiv(rows, tile_rows)
     partial_sums = torch.empty(row_tiles, columns, dtype=torch.float32, device=pre.device)
-    grid = (row_tiles, triton.cdiv(columns, TILE_COLUMNS))
-    _gelu_backward_tiles[grid](grad, pre, out, partial_sums, rows, columns, TILE_M=TILE_ROWS, TILE_N=TILE_COLUMNS)
+    grid = (row_tiles, triton.cdiv(columns, tile_columns))
+    _gelu_backward_tiles[grid](
+        grad, pre, out, partial_sums, rows, columns, TILE_M=tile_rows, TILE_N=tile_columns, num_warps=warps
+    )
     return out, partial_sums.sum(0)
 
 
