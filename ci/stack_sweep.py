@@ -36,15 +36,16 @@ TUNED = {"coordinate_descent_tuning": True}
 GEMM_TEMPLATES = {"max_autotune_gemm_backends": "ATEN,TRITON", "max_autotune_pointwise": False}
 TRITON_CE = {"cross_entropy": "triton"}
 BF16_WEIGHTS = {"param_dtype": "bfloat16"}
-BEST = {**TRITON_CE, **BF16_WEIGHTS}
+FUSED = {**TRITON_CE, **BF16_WEIGHTS}
+GELU = {"triton_gelu_backward": True}
 PINNED = {"pin_memory": True, "non_blocking": True}  # no host sync at each batch's copy
-# The stack before the suite's took the sweep's best candidate (pinned copies, the Triton cross-entropy
-# and bfloat16 weights): the candidates start from it.
+# The stack before the suite's took the sweep's best candidates (pinned copies, the Triton cross-entropy,
+# bfloat16 weights, the fused GELU backward): the candidates start from it.
 EARLIER_STACK = stack.but(
     "earlier_stack",
     pin_memory=False,
     non_blocking=False,
-    options={**stack.options, "cross_entropy": "torch", "param_dtype": "float32"},
+    options={**stack.options, "cross_entropy": "torch", "param_dtype": "float32", "triton_gelu_backward": False},
 )
 
 
@@ -58,25 +59,24 @@ class Candidate:
 
 CANDIDATES = {
     "earlier_stack": Candidate(),
-    "stack": Candidate(BEST, PINNED),  # the suite's
+    "stack": Candidate({**FUSED, **GELU}, PINNED),  # the suite's
     "fused_cross_entropy": Candidate(TRITON_CE),
     "coordinate_descent": Candidate(inductor=TUNED),
     "fused_ce_coordinate_descent": Candidate(TRITON_CE, inductor=TUNED),
     "flash_attention": Candidate({"attention": "flash"}),
     "b64_coordinate_descent": Candidate({"batch_scale": 8}, inductor=TUNED),
     "bf16_weights": Candidate(BF16_WEIGHTS),
-    "fused_ce_bf16_weights": Candidate(BEST),
+    "fused_ce_bf16_weights": Candidate(FUSED),
     "fused_ce_max_autotune": Candidate(TRITON_CE, inductor=GEMM_TEMPLATES, mode="max-autotune"),
     "max_autotune": Candidate(inductor=GEMM_TEMPLATES, mode="max-autotune"),
     "pinned": Candidate(fields=PINNED),
     "pinned_fused_ce": Candidate(TRITON_CE, PINNED),
-    "pinned_fused_ce_bf16_weights": Candidate(BEST, PINNED),
-    "best_coordinate_descent": Candidate(BEST, PINNED, TUNED),
-    "best_aggressive_fusion": Candidate(BEST, PINNED, {"aggressive_fusion": True, "combo_kernels": True}),
-    "pinned_fused_ce_bf16_weights_b64": Candidate({**BEST, "batch_scale": 8}, PINNED),
-    "separate_qkv": Candidate({**BEST, "separate_qkv": True}, PINNED),
-    "triton_gelu_backward": Candidate({**BEST, "triton_gelu_backward": True}, PINNED),
-    "separate_qkv_triton_gelu": Candidate({**BEST, "separate_qkv": True, "triton_gelu_backward": True}, PINNED),
+    "pinned_fused_ce_bf16_weights": Candidate(FUSED, PINNED),  # the suite's stack before the fused GELU
+    "best_coordinate_descent": Candidate(FUSED, PINNED, TUNED),
+    "best_aggressive_fusion": Candidate(FUSED, PINNED, {"aggressive_fusion": True, "combo_kernels": True}),
+    "pinned_fused_ce_bf16_weights_b64": Candidate({**FUSED, "batch_scale": 8}, PINNED),
+    "separate_qkv": Candidate({**FUSED, "separate_qkv": True}, PINNED),
+    "separate_qkv_triton_gelu": Candidate({**FUSED, **GELU, "separate_qkv": True}, PINNED),
 }
 KINDS = [  # kernel kind: a pattern of its names (first match wins)
     ("GEMM", r"nvjet|gemm|cutlass|xmma|splitKreduce|triton_tem"),

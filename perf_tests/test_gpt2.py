@@ -100,9 +100,10 @@ grad_accumulation = reference.but(
 # batch 32, CUDA graphs on top of compile, a bfloat16 residual stream (half the bytes for the norms and
 # adds that compile cannot remove), pinned batches copied without a host sync (the host queues the next
 # iterations while the GPU works), the Triton cross-entropy (the logits read twice and written once),
-# and the weights and AdamW moments in bfloat16 (no float32 casts of weights and gradients, half the
+# the weights and AdamW moments in bfloat16 (no float32 casts of weights and gradients, half the
 # optimizer's bytes; its validation loss stays within 0.001 of the float32 weights' over these steps,
-# a long run would keep float32 master weights).
+# a long run would keep float32 master weights), and GELU's and the up-projection bias's gradients in
+# one Triton kernel (models/fused_gelu.py).
 stack = compiled.but(
     "stack",
     compile_mode="reduce-overhead",
@@ -114,6 +115,7 @@ stack = compiled.but(
         "residual_dtype": "bfloat16",
         "cross_entropy": "triton",
         "param_dtype": "bfloat16",
+        "triton_gelu_backward": True,
     },
     needs_cuda="the stack replays CUDA graphs and runs a Triton kernel compiled for the GPU",
     min_speedup={"cuda": 12.0},
