@@ -6,9 +6,10 @@ writes their log-softmax, and in the backward pass writes a float32 gradient tha
 bf16, each a tensor of tokens x vocabulary. Here the forward kernel reads each row of logits once (a
 running max and sum of exponentials) and keeps only the row's log-sum-exp; the backward kernel reads
 the row again and writes its gradient ``(softmax - onehot) * grad_output / rows`` in the logits' dtype,
-taking ``grad_output`` from the device (no host sync). Logits move 3 times (read, read, write) against
-at least 4 for PyTorch's and Inductor's cross-entropy. Every target must be a valid class (no
-``ignore_index``).
+taking ``grad_output`` from the device (no host sync). The logits move 3 times (read, read, write):
+eager autocast moves them more often; Inductor's compiled cross-entropy as often, but its forward
+reduction read them at half the bandwidth on the H100 (2.2 against 1.1 ms for GPT-2's 3.3 GB of bf16
+logits). Every target must be a valid class (no ``ignore_index``).
 
 On a machine without a GPU, set ``TRITON_INTERPRET=1`` before this module is imported and the kernels
 run in Triton's interpreter (tests only: it is slow).
