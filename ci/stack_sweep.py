@@ -77,7 +77,6 @@ CANDIDATES = {
     "pinned_fused_ce_bf16_weights_b64": Candidate({**FUSED, "batch_scale": 8}, PINNED),
     "separate_qkv": Candidate({**FUSED, "separate_qkv": True}, PINNED),
     "separate_qkv_triton_gelu": Candidate({**FUSED, **GELU, "separate_qkv": True}, PINNED),
-    "triton_qkv_backward": Candidate({**FUSED, **GELU, "triton_qkv_backward": True}, PINNED),
     "no_split_reductions": Candidate({**FUSED, **GELU}, PINNED, {"split_reductions": False}),
     "cooperative_reductions": Candidate(
         {**FUSED, **GELU}, PINNED, {"split_reductions": False, "triton.cooperative_reductions": True}

@@ -19,8 +19,6 @@ import torch
 import triton
 import triton.language as tl
 
-from models.linear_parts import linear_backward, linear_forward
-
 TILE = (64, 128, 8)  # rows, columns, warps per tile: ci/gelu_tiles.py on the H100
 
 
@@ -71,21 +69,31 @@ def gelu_backward_and_bias_grad(
     return out, partial_sums.sum(0)
 
 
+def _compute_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype autocast gives a linear layer here (the input's without autocast)."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+
+
 class _LinearGelu(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        linear = linear_forward(x, weight, bias)
-        ctx.save_for_backward(linear.inputs, linear.weight, linear.output)
-        ctx.dtypes = linear.dtypes
+        dtype = _compute_dtype(x)
         with torch.autocast(x.device.type, enabled=False):
-            return torch.nn.functional.gelu(linear.output, approximate="tanh").view(*x.shape[:-1], -1)
+            inputs = x.reshape(-1, x.shape[-1]).to(dtype)
+            weight_used = weight.to(dtype)
+            pre = torch.addmm(bias.to(dtype), inputs, weight_used.t())
+            ctx.save_for_backward(inputs, weight_used, pre)
+            ctx.dtypes = (x.dtype, weight.dtype, bias.dtype)
+            return torch.nn.functional.gelu(pre, approximate="tanh").view(*x.shape[:-1], -1)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         inputs, weight, pre = ctx.saved_tensors
+        x_dtype, weight_dtype, bias_dtype = ctx.dtypes
         grad_pre, bias_grad = gelu_backward_and_bias_grad(grad.reshape(pre.shape).to(pre.dtype).contiguous(), pre)
-        grad_x, grad_weight, grad_bias = linear_backward(grad_pre, bias_grad, inputs, weight, ctx.dtypes)
-        return grad_x.view(*grad.shape[:-1], -1), grad_weight, grad_bias
+        grad_x = (grad_pre @ weight).view(*grad.shape[:-1], -1).to(x_dtype)
+        return grad_x, (grad_pre.t() @ inputs).to(weight_dtype), bias_grad.to(bias_dtype)
 
 
 def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:

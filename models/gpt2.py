@@ -42,7 +42,6 @@ OPTIONS = {
     "residual_dtype": None,
     "separate_qkv": False,  # three attention input projections instead of one (models/transformer.py)
     "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
-    "triton_qkv_backward": False,  # the packed QKV gradient and its bias's in one kernel (models/fused_qkv.py)
     "cross_entropy": "torch",  # or "triton": models/fused_cross_entropy.py, loss and gradient in one kernel
 }
 
@@ -141,7 +140,6 @@ class GPT2:
             checkpointing=options["checkpointing"],
             separate_qkv=options["separate_qkv"],
             triton_gelu_backward=options["triton_gelu_backward"],
-            triton_qkv_backward=options["triton_qkv_backward"],
         )
         model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))

@@ -38,17 +38,12 @@ class TrunkConfig:
     # the up-projection and GELU as one autograd function whose backward computes GELU's gradient and
     # the bias gradient in one Triton kernel (models/fused_gelu.py)
     triton_gelu_backward: bool = False
-    # the packed projection split into heads as one autograd function whose backward packs dQ, dK, dV
-    # and sums the bias gradient in one Triton kernel (models/fused_qkv.py); not with separate_qkv
-    triton_qkv_backward: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not a multiple of heads {self.heads}")
-        if self.separate_qkv and self.triton_qkv_backward:
-            raise ValueError("triton_qkv_backward packs the gradient of one packed projection: not with separate_qkv")
 
 
 class SelfAttention(nn.Module):
@@ -67,13 +62,8 @@ class SelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, width = x.shape
         heads = self.config.heads
-        if self.config.triton_qkv_backward:
-            from models.fused_qkv import packed_heads  # Triton is needed only by the cases that ask for it
-
-            q, k, v = packed_heads(x, self.qkv.weight, self.qkv.bias, heads)
-        else:
-            projected = (self.q(x), self.k(x), self.v(x)) if self.config.separate_qkv else self.qkv(x).chunk(3, -1)
-            q, k, v = (t.view(batch, length, heads, width // heads).transpose(1, 2) for t in projected)
+        projected = (self.q(x), self.k(x), self.v(x)) if self.config.separate_qkv else self.qkv(x).chunk(3, -1)
+        q, k, v = (t.view(batch, length, heads, width // heads).transpose(1, 2) for t in projected)
         y = self._attend(q, k, v)
         return self.out(y.transpose(1, 2).reshape(batch, length, width))  # type: ignore[no-any-return]
 

@@ -101,8 +101,3 @@ def test_separate_qkv_projections_compute_what_the_packed_one_does() -> None:
     x = torch.randn(3, 8, 16)
     torch.testing.assert_close(separate(x), packed(x))
     assert sum(p.numel() for p in separate.parameters()) == sum(p.numel() for p in packed.parameters())
-
-
-def test_the_fused_qkv_backward_refuses_separate_projections() -> None:
-    with pytest.raises(ValueError, match="triton_qkv_backward packs the gradient of one packed projection"):
-        TrunkConfig(2, 2, 16, 8, causal=True, separate_qkv=True, triton_qkv_backward=True)
