@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+import triton
+import triton.testing
 
 from models.fused_gelu import gelu_backward_and_bias_grad
 
@@ -25,16 +27,9 @@ def inductor_reference(grad: torch.Tensor, pre: torch.Tensor) -> tuple[torch.Ten
     return grad_pre, grad_pre.float().sum(0)
 
 
-def milliseconds(run: Callable[[], object], repeats: int = 50) -> float:
-    for _ in range(5):
-        run()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        run()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / repeats
+def milliseconds(run: Callable[[], object]) -> float:
+    """Median time of ``run`` by Triton's benchmark helper (warm-up, L2 flushed before each call)."""
+    return float(triton.testing.do_bench(run, return_mode="median"))
 
 
 def main() -> None:

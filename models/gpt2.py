@@ -7,8 +7,10 @@ Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, 
 (train the weights and AdamW's moments in that dtype: "bfloat16" saves the casts and half the
 optimizer's bytes; "float16" without loss scaling is a known way to break it), ``residual_dtype`` (the
 residual stream's dtype, by default the weights': "bfloat16" halves the bytes its norms and adds move
-while the weights and optimizer stay float32) and ``cross_entropy`` ("torch", or "triton": the kernels
-of ``models/fused_cross_entropy.py``).
+while the weights and optimizer stay float32), ``cross_entropy`` ("torch", or "triton": the kernels of
+``models/fused_cross_entropy.py``), ``separate_qkv`` (three attention input projections instead of one
+packed) and ``triton_gelu_backward`` (the up-projection's GELU and bias gradients in one Triton kernel,
+``models/fused_gelu.py``).
 """
 
 from __future__ import annotations

@@ -87,13 +87,15 @@ class MLP(nn.Module):
         super().__init__()
         self.up = nn.Linear(width, 4 * width)
         self.down = nn.Linear(4 * width, width)
-        self.triton_gelu_backward = triton_gelu_backward
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.triton_gelu_backward:
+        self.linear_gelu: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+        if triton_gelu_backward:
             from models.fused_gelu import linear_gelu  # Triton is needed only by the cases that ask for it
 
-            return self.down(linear_gelu(x, self.up.weight, self.up.bias))  # type: ignore[no-any-return]
+            self.linear_gelu = linear_gelu
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.linear_gelu is not None:
+            return self.down(self.linear_gelu(x, self.up.weight, self.up.bias))  # type: ignore[no-any-return]
         return self.down(F.gelu(self.up(x), approximate="tanh"))  # type: ignore[no-any-return]
 
 
