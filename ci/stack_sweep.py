@@ -38,6 +38,7 @@ TRITON_CE = {"cross_entropy": "triton"}
 BF16_WEIGHTS = {"param_dtype": "bfloat16"}
 FUSED = {**TRITON_CE, **BF16_WEIGHTS}
 GELU = {"triton_gelu_backward": True}
+LINEAR_CE = {**BF16_WEIGHTS, **GELU, "cross_entropy": "triton_linear"}
 PINNED = {"pin_memory": True, "non_blocking": True}  # no host sync at each batch's copy
 # The stack before the suite's took the sweep's best candidates (pinned copies, the Triton cross-entropy,
 # bfloat16 weights, the fused GELU backward): the candidates start from it.
@@ -55,6 +56,7 @@ class Candidate:
     fields: dict[str, Any] = field(default_factory=dict)  # other Optimization fields
     inductor: dict[str, Any] = field(default_factory=dict)  # Inductor settings while it compiles
     mode: str = "reduce-overhead"  # torch.compile mode
+    blas: str | None = None  # torch.backends.cuda.preferred_blas_library while it runs ("cublaslt")
 
 
 CANDIDATES = {
@@ -78,6 +80,9 @@ CANDIDATES = {
     "separate_qkv": Candidate({**FUSED, "separate_qkv": True}, PINNED),
     "separate_qkv_triton_gelu": Candidate({**FUSED, **GELU, "separate_qkv": True}, PINNED),
     "no_split_reductions": Candidate({**FUSED, **GELU}, PINNED, {"split_reductions": False}),
+    "linear_cross_entropy": Candidate(LINEAR_CE, PINNED),
+    "cublaslt": Candidate({**FUSED, **GELU}, PINNED, blas="cublaslt"),
+    "linear_cross_entropy_cublaslt": Candidate(LINEAR_CE, PINNED, blas="cublaslt"),
     "cooperative_reductions": Candidate(
         {**FUSED, **GELU}, PINNED, {"split_reductions": False, "triton.cooperative_reductions": True}
     ),
@@ -85,7 +90,7 @@ CANDIDATES = {
 KINDS = [  # kernel kind: a pattern of its names (first match wins)
     ("GEMM", r"nvjet|gemm|cutlass|xmma|splitKreduce|triton_tem"),
     ("attention", r"sdpa|flash|fmha|cudnn"),
-    ("cross-entropy", r"_loss_rows|_gradient_rows|log_softmax|nll_loss"),
+    ("cross-entropy", r"_loss_rows|_gradient_rows|_loss_and_gradient_rows|log_softmax|nll_loss"),
     ("optimizer", r"multi_tensor_apply"),
     ("Inductor elementwise and reductions", r"^triton_"),
     ("other", r""),
@@ -157,12 +162,16 @@ def main() -> None:
         case = EARLIER_STACK.but(name, options=options, compile_mode=candidate.mode, **candidate.fields)
         torch._dynamo.reset()  # else the loss function compiled for an earlier candidate is reused
         folder = args.traces / name if args.traces else None
+        default_blas = torch.backends.cuda.preferred_blas_library()
         try:
+            torch.backends.cuda.preferred_blas_library(candidate.blas or default_blas)
             with torch._inductor.config.patch(candidate.inductor):
                 m = run_case(GPT2(), case, device, FULL, args.warmup, args.iters, tracer(folder, device))
         except Exception:
             print(f"{name}: failed\n{traceback.format_exc(limit=3)}", flush=True)
             continue
+        finally:
+            torch.backends.cuda.preferred_blas_library(default_blas)
         median = stats.summarize(m.samples_ms).median
         tokens_per_s = m.per_second(m.samples_per_iteration, median)
         mfu = m.per_second(m.flops_per_iteration or 0.0, median) / peak

@@ -69,7 +69,7 @@ def gelu_backward_and_bias_grad(
     return out, partial_sums.sum(0)
 
 
-def _compute_dtype(x: torch.Tensor) -> torch.dtype:
+def linear_dtype(x: torch.Tensor) -> torch.dtype:
     """The dtype autocast gives a linear layer here (the input's without autocast)."""
     device = x.device.type
     return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
@@ -78,7 +78,7 @@ def _compute_dtype(x: torch.Tensor) -> torch.dtype:
 class _LinearGelu(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        dtype = _compute_dtype(x)
+        dtype = linear_dtype(x)
         with torch.autocast(x.device.type, enabled=False):
             inputs = x.reshape(-1, x.shape[-1]).to(dtype)
             weight_used = weight.to(dtype)

@@ -7,10 +7,11 @@ Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, 
 (train the weights and AdamW's moments in that dtype: "bfloat16" saves the casts and half the
 optimizer's bytes; "float16" without loss scaling is a known way to break it), ``residual_dtype`` (the
 residual stream's dtype, by default the weights': "bfloat16" halves the bytes its norms and adds move
-while the weights and optimizer stay float32), ``cross_entropy`` ("torch", or "triton": the kernels of
-``models/fused_cross_entropy.py``), ``separate_qkv`` (three attention input projections instead of one
-packed) and ``triton_gelu_backward`` (the up-projection's GELU and bias gradients in one Triton kernel,
-``models/fused_gelu.py``).
+while the weights and optimizer stay float32), ``cross_entropy`` ("torch"; "triton": the kernels of
+``models/fused_cross_entropy.py``; "triton_linear": the output layer and the loss as one function of that
+module, the logits' gradient computed in the forward pass), ``separate_qkv`` (three attention input
+projections instead of one packed) and ``triton_gelu_backward`` (the up-projection's GELU and bias
+gradients in one Triton kernel, ``models/fused_gelu.py``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ OPTIONS = {
     "residual_dtype": None,
     "separate_qkv": False,  # three attention input projections instead of one (models/transformer.py)
     "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
-    "cross_entropy": "torch",  # or "triton": models/fused_cross_entropy.py, loss and gradient in one kernel
+    "cross_entropy": "torch",  # "triton" or "triton_linear": models/fused_cross_entropy.py
 }
 
 
@@ -83,11 +84,15 @@ class GPT(nn.Module):
         init_weights(self, config.layers)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.hidden_states(tokens))  # type: ignore[no-any-return]
+
+    def hidden_states(self, tokens: torch.Tensor) -> torch.Tensor:
+        """What the output layer reads: the trunk's output, batch x sequence x width."""
         positions = torch.arange(tokens.size(1), device=tokens.device)
         residual = self.embed(tokens) + self.position(positions)
         if self.residual_dtype is not None:
             residual = residual.to(self.residual_dtype)
-        return self.head(self.trunk(residual))  # type: ignore[no-any-return]
+        return self.trunk(residual)  # type: ignore[no-any-return]
 
 
 def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
@@ -103,6 +108,17 @@ def fused_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
 
     inputs, targets = batch
     return fused_cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
+
+
+def linear_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """``next_token_loss`` with the output layer and the loss as one function whose kernel computes the
+    logits' gradient in the forward pass (``models/fused_cross_entropy.py``)."""
+    from models.fused_cross_entropy import linear_cross_entropy
+
+    assert isinstance(model, GPT), "the output layer and the loss are fused for GPT's own module"
+    inputs, targets = batch
+    hidden = model.hidden_states(inputs).flatten(0, 1)
+    return linear_cross_entropy(hidden, model.head.weight, targets.flatten())
 
 
 class NextTokens(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -157,5 +173,8 @@ class GPT2:
             ]
             return torch.stack(losses).float().mean().item()
 
-        loss = {"torch": next_token_loss, "triton": fused_next_token_loss}[options["cross_entropy"]]
+        losses = {"torch": next_token_loss, "triton": fused_next_token_loss, "triton_linear": linear_next_token_loss}
+        if options["cross_entropy"] not in losses:
+            raise ValueError(f"cross_entropy must be one of {tuple(losses)}, got {options['cross_entropy']!r}")
+        loss = losses[options["cross_entropy"]]
         return token_training(model, config, options["optimizer"], loader, loss, evaluate, batch_size)
