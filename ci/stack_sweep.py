@@ -3,11 +3,12 @@
     python ci/stack_sweep.py [--iters 20] [--warmup 5] [--only NAME...] [--traces DIR]
 
 Each candidate is the suite's earlier ``stack`` case (batch 32, compile, CUDA graphs, bfloat16 residual)
-with another batch size, cross-entropy, attention backend, weight dtype or Inductor setting (coordinate
-descent tunes each generated kernel's launch configuration by timing it; max-autotune times Triton's
-GEMM templates, with their fused epilogues, against cuBLAS); a candidate that fails prints its error and
-the sweep goes on. With ``--traces`` one more iteration of each candidate runs under torch.profiler: its
-trace is written to DIR/NAME/trace.json and its kernel time is printed by kind, with the top kernels.
+with another batch size, cross-entropy, attention backend, weight dtype, GELU implementation, BLAS
+library or Inductor setting (coordinate descent tunes each generated kernel's launch configuration by
+timing it; max-autotune times Triton's GEMM templates, with their fused epilogues, against cuBLAS); a
+candidate that fails prints its error and the sweep goes on. With ``--traces`` one more iteration of
+each candidate runs under torch.profiler: its trace is written to DIR/NAME/trace.json and its kernel
+time is printed by kind, with the top kernels.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ BF16_WEIGHTS = {"param_dtype": "bfloat16"}
 FUSED = {**TRITON_CE, **BF16_WEIGHTS}
 GELU = {"triton_gelu_backward": True}
 LINEAR_CE = {**BF16_WEIGHTS, **GELU, "cross_entropy": "triton_linear"}
+CUBLASLT_GELU = {**FUSED, "cublaslt_gelu": True}
 PINNED = {"pin_memory": True, "non_blocking": True}  # no host sync at each batch's copy
 # The stack before the suite's took the sweep's best candidates (pinned copies, the Triton cross-entropy,
 # bfloat16 weights, the fused GELU backward): the candidates start from it.
@@ -83,6 +85,8 @@ CANDIDATES = {
     "linear_cross_entropy": Candidate(LINEAR_CE, PINNED),
     "cublaslt": Candidate({**FUSED, **GELU}, PINNED, blas="cublaslt"),
     "linear_cross_entropy_cublaslt": Candidate(LINEAR_CE, PINNED, blas="cublaslt"),
+    "cublaslt_gelu": Candidate(CUBLASLT_GELU, PINNED),
+    "cublaslt_gelu_linear_ce": Candidate({**CUBLASLT_GELU, "cross_entropy": "triton_linear"}, PINNED),
     "cooperative_reductions": Candidate(
         {**FUSED, **GELU}, PINNED, {"split_reductions": False, "triton.cooperative_reductions": True}
     ),

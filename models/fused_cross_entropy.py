@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from models.fused_gelu import linear_dtype
+from models.transformer import linear_dtype
 
 BLOCK = 4096  # columns per load: 13 loads cover GPT-2's 50,304 padded classes
 WARPS = 8
@@ -92,7 +92,7 @@ def _loss_and_gradient_rows(  # type: ignore[no-untyped-def]
 ):
     """Rows ``program_id``, ``program_id + programs``, ...: each row's loss, and its part of the mean
     loss's gradient ``(softmax - onehot) / rows``. The first pass asks L2 to keep the row; the second
-    reads it from there and writes the gradient past it."""
+    reads it back from there, last block first, and writes the gradient past it."""
     for row in range(tl.program_id(0).to(tl.int64), rows, tl.num_programs(0)):  # 64-bit offsets
         row_offset = row * row_stride
         logits_row = logits_ptr + row_offset
@@ -100,8 +100,9 @@ def _loss_and_gradient_rows(  # type: ignore[no-untyped-def]
         log_sum = _log_sum_exp(logits_row, vocab, BLOCK_SIZE, "evict_last")
         target = tl.load(targets_ptr + row)
         tl.store(losses_ptr + row, log_sum - tl.load(logits_row + target).to(tl.float32))
-        for start in range(0, vocab, BLOCK_SIZE):
-            columns = start + tl.arange(0, BLOCK_SIZE)
+        last_start = tl.cdiv(vocab, BLOCK_SIZE) * BLOCK_SIZE - BLOCK_SIZE
+        for step in range(0, vocab, BLOCK_SIZE):  # last block first: the most recently read is likeliest in L2
+            columns = last_start - step + tl.arange(0, BLOCK_SIZE)
             inside = columns < vocab
             block = tl.load(logits_row + columns, mask=inside, other=0.0, eviction_policy="evict_first")
             gradient = (tl.exp(block.to(tl.float32) - log_sum) - tl.where(columns == target, 1.0, 0.0)) / rows

@@ -19,6 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
+from models.transformer import linear_dtype
+
 TILE = (64, 128, 8)  # rows, columns, warps per tile: ci/gelu_tiles.py on the H100
 
 
@@ -67,12 +69,6 @@ def gelu_backward_and_bias_grad(
         grad, pre, out, partial_sums, rows, columns, TILE_M=tile_rows, TILE_N=tile_columns, num_warps=warps
     )
     return out, partial_sums.sum(0)
-
-
-def linear_dtype(x: torch.Tensor) -> torch.dtype:
-    """The dtype autocast gives a linear layer here (the input's without autocast)."""
-    device = x.device.type
-    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
 class _LinearGelu(torch.autograd.Function):

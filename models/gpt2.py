@@ -10,8 +10,9 @@ residual stream's dtype, by default the weights': "bfloat16" halves the bytes it
 while the weights and optimizer stay float32), ``cross_entropy`` ("torch"; "triton": the kernels of
 ``models/fused_cross_entropy.py``; "triton_linear": the output layer and the loss as one function of that
 module, the logits' gradient computed in the forward pass), ``separate_qkv`` (three attention input
-projections instead of one packed) and ``triton_gelu_backward`` (the up-projection's GELU and bias
-gradients in one Triton kernel, ``models/fused_gelu.py``).
+projections instead of one packed), ``triton_gelu_backward`` (the up-projection's GELU and bias
+gradients in one Triton kernel, ``models/fused_gelu.py``) and ``cublaslt_gelu`` (GELU and its
+gradient in cuBLASLt's GEMM epilogues, ``models/cublaslt_mlp.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ OPTIONS = {
     "residual_dtype": None,
     "separate_qkv": False,  # three attention input projections instead of one (models/transformer.py)
     "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
+    "cublaslt_gelu": False,  # GELU and its gradient in cuBLASLt's GEMM epilogues (models/cublaslt_mlp.py)
     "cross_entropy": "torch",  # "triton" or "triton_linear": models/fused_cross_entropy.py
 }
 
@@ -158,6 +160,7 @@ class GPT2:
             checkpointing=options["checkpointing"],
             separate_qkv=options["separate_qkv"],
             triton_gelu_backward=options["triton_gelu_backward"],
+            cublaslt_gelu=options["cublaslt_gelu"],
         )
         model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))

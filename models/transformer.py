@@ -38,12 +38,17 @@ class TrunkConfig:
     # the up-projection and GELU as one autograd function whose backward computes GELU's gradient and
     # the bias gradient in one Triton kernel (models/fused_gelu.py)
     triton_gelu_backward: bool = False
+    # the whole MLP as one autograd function whose up-projection GEMM applies GELU and whose backward GEMM
+    # applies GELU's derivative and sums the bias gradient, in cuBLASLt's epilogues (models/cublaslt_mlp.py)
+    cublaslt_gelu: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not a multiple of heads {self.heads}")
+        if self.triton_gelu_backward and self.cublaslt_gelu:
+            raise ValueError("triton_gelu_backward and cublaslt_gelu both replace GELU's backward: choose one")
 
 
 class SelfAttention(nn.Module):
@@ -83,17 +88,24 @@ class SelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, width: int, triton_gelu_backward: bool = False) -> None:
+    def __init__(self, width: int, triton_gelu_backward: bool = False, cublaslt_gelu: bool = False) -> None:
         super().__init__()
         self.up = nn.Linear(width, 4 * width)
         self.down = nn.Linear(4 * width, width)
         self.linear_gelu: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+        self.gelu_mlp: Callable[..., torch.Tensor] | None = None
         if triton_gelu_backward:
             from models.fused_gelu import linear_gelu  # Triton is needed only by the cases that ask for it
 
             self.linear_gelu = linear_gelu
+        if cublaslt_gelu:
+            from models.cublaslt_mlp import gelu_mlp
+
+            self.gelu_mlp = gelu_mlp
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gelu_mlp is not None:
+            return self.gelu_mlp(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
         if self.linear_gelu is not None:
             return self.down(self.linear_gelu(x, self.up.weight, self.up.bias))  # type: ignore[no-any-return]
         return self.down(F.gelu(self.up(x), approximate="tanh"))  # type: ignore[no-any-return]
@@ -105,7 +117,7 @@ class Block(nn.Module):
         self.norm1 = nn.LayerNorm(config.width)
         self.attention = SelfAttention(config)
         self.norm2 = nn.LayerNorm(config.width)
-        self.mlp = MLP(config.width, config.triton_gelu_backward)
+        self.mlp = MLP(config.width, config.triton_gelu_backward, config.cublaslt_gelu)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attention(self.norm1(x))
@@ -126,6 +138,12 @@ class Trunk(nn.Module):
             recompute = self.config.checkpointing and self.training
             x = checkpoint(block, x, use_reentrant=False) if recompute else block(x)
         return self.norm(x)  # type: ignore[no-any-return]
+
+
+def linear_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype autocast gives a linear layer reading ``x`` here (``x``'s own without autocast)."""
+    device = x.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
 def init_weights(model: nn.Module, layers: int) -> None:
