@@ -40,7 +40,9 @@ BF16_WEIGHTS = {"param_dtype": "bfloat16"}
 FUSED = {**TRITON_CE, **BF16_WEIGHTS}
 GELU = {"triton_gelu_backward": True}
 LINEAR_CE = {**BF16_WEIGHTS, **GELU, "cross_entropy": "triton_linear"}
-CUBLASLT_GELU = {**FUSED, "cublaslt_gelu": True}
+CUBLASLT_GELU = {**FUSED, **GELU, "cublaslt_gelu": True}
+CUBLASLT_BIAS = {**FUSED, **GELU, "cublaslt_bias_grad": True}
+CUBLASLT_BOTH = {**CUBLASLT_GELU, "cublaslt_bias_grad": True}
 PINNED = {"pin_memory": True, "non_blocking": True}  # no host sync at each batch's copy
 # The stack before the suite's took the sweep's best candidates (pinned copies, the Triton cross-entropy,
 # bfloat16 weights, the fused GELU backward): the candidates start from it.
@@ -86,7 +88,9 @@ CANDIDATES = {
     "cublaslt": Candidate({**FUSED, **GELU}, PINNED, blas="cublaslt"),
     "linear_cross_entropy_cublaslt": Candidate(LINEAR_CE, PINNED, blas="cublaslt"),
     "cublaslt_gelu": Candidate(CUBLASLT_GELU, PINNED),
-    "cublaslt_gelu_linear_ce": Candidate({**CUBLASLT_GELU, "cross_entropy": "triton_linear"}, PINNED),
+    "cublaslt_bias_grad": Candidate(CUBLASLT_BIAS, PINNED),
+    "cublaslt_both": Candidate(CUBLASLT_BOTH, PINNED),
+    "cublaslt_both_linear_ce": Candidate({**CUBLASLT_BOTH, "cross_entropy": "triton_linear"}, PINNED),
     "cooperative_reductions": Candidate(
         {**FUSED, **GELU}, PINNED, {"split_reductions": False, "triton.cooperative_reductions": True}
     ),

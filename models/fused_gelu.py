@@ -73,26 +73,35 @@ def gelu_backward_and_bias_grad(
 
 class _LinearGelu(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, epilogue: bool) -> torch.Tensor:
         dtype = linear_dtype(x)
         with torch.autocast(x.device.type, enabled=False):
-            inputs = x.reshape(-1, x.shape[-1]).to(dtype)
-            weight_used = weight.to(dtype)
-            pre = torch.addmm(bias.to(dtype), inputs, weight_used.t())
-            ctx.save_for_backward(inputs, weight_used, pre)
-            ctx.dtypes = (x.dtype, weight.dtype, bias.dtype)
-            return torch.nn.functional.gelu(pre, approximate="tanh").view(*x.shape[:-1], -1)
+            inputs = x.reshape(-1, x.shape[-1]).to(dtype).contiguous()
+            weight_used, bias_used = weight.to(dtype), bias.to(dtype)
+            out: torch.Tensor
+            pre: torch.Tensor
+            if epilogue:
+                from models.cublaslt_epilogues import linear_gelu_saving_input
+
+                out, pre = linear_gelu_saving_input(inputs, weight_used.contiguous(), bias_used)
+            else:
+                pre = torch.addmm(bias_used, inputs, weight_used.t())
+                out = torch.nn.functional.gelu(pre, approximate="tanh")
+        ctx.save_for_backward(inputs, weight_used, pre)
+        ctx.dtypes = (x.dtype, weight.dtype, bias.dtype)
+        return out.view(*x.shape[:-1], -1)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
         inputs, weight, pre = ctx.saved_tensors
         x_dtype, weight_dtype, bias_dtype = ctx.dtypes
         grad_pre, bias_grad = gelu_backward_and_bias_grad(grad.reshape(pre.shape).to(pre.dtype).contiguous(), pre)
         grad_x = (grad_pre @ weight).view(*grad.shape[:-1], -1).to(x_dtype)
-        return grad_x, (grad_pre.t() @ inputs).to(weight_dtype), bias_grad.to(bias_dtype)
+        return grad_x, (grad_pre.t() @ inputs).to(weight_dtype), bias_grad.to(bias_dtype), None
 
 
-def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """``gelu(linear(x, weight, bias), approximate="tanh")``, under autocast as a linear layer is."""
-    apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor], _LinearGelu.apply)
-    return apply(x, weight, bias)
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, epilogue: bool = False) -> torch.Tensor:
+    """``gelu(linear(x, weight, bias), approximate="tanh")``, under autocast as a linear layer is; with
+    ``epilogue`` its forward GEMM applies GELU in cuBLASLt's epilogue (``models/cublaslt_epilogues.py``)."""
+    apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor], _LinearGelu.apply)
+    return apply(x, weight, bias, epilogue)

@@ -11,8 +11,10 @@ while the weights and optimizer stay float32), ``cross_entropy`` ("torch"; "trit
 ``models/fused_cross_entropy.py``; "triton_linear": the output layer and the loss as one function of that
 module, the logits' gradient computed in the forward pass), ``separate_qkv`` (three attention input
 projections instead of one packed), ``triton_gelu_backward`` (the up-projection's GELU and bias
-gradients in one Triton kernel, ``models/fused_gelu.py``) and ``cublaslt_gelu`` (GELU and its
-gradient in cuBLASLt's GEMM epilogues, ``models/cublaslt_mlp.py``).
+gradients in one Triton kernel, ``models/fused_gelu.py``), ``cublaslt_gelu`` (the same, GELU
+itself applied in the up-projection GEMM's cuBLASLt epilogue) and ``cublaslt_bias_grad`` (the other
+linear layers' bias gradients summed in their weight-gradient GEMMs' epilogue; both
+``models/cublaslt_epilogues.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ OPTIONS = {
     "residual_dtype": None,
     "separate_qkv": False,  # three attention input projections instead of one (models/transformer.py)
     "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
-    "cublaslt_gelu": False,  # GELU and its gradient in cuBLASLt's GEMM epilogues (models/cublaslt_mlp.py)
+    "cublaslt_gelu": False,  # GELU in the up-projection's cuBLASLt epilogue (models/cublaslt_epilogues.py)
+    "cublaslt_bias_grad": False,  # bias gradients in the weight-gradient GEMMs' cuBLASLt epilogue (the same)
     "cross_entropy": "torch",  # "triton" or "triton_linear": models/fused_cross_entropy.py
 }
 
@@ -161,6 +164,7 @@ class GPT2:
             separate_qkv=options["separate_qkv"],
             triton_gelu_backward=options["triton_gelu_backward"],
             cublaslt_gelu=options["cublaslt_gelu"],
+            cublaslt_bias_grad=options["cublaslt_bias_grad"],
         )
         model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))

@@ -7,6 +7,7 @@ backend chosen by PyTorch), and ``flash`` or ``cudnn`` (that fused kernel and no
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -38,17 +39,18 @@ class TrunkConfig:
     # the up-projection and GELU as one autograd function whose backward computes GELU's gradient and
     # the bias gradient in one Triton kernel (models/fused_gelu.py)
     triton_gelu_backward: bool = False
-    # the whole MLP as one autograd function whose up-projection GEMM applies GELU and whose backward GEMM
-    # applies GELU's derivative and sums the bias gradient, in cuBLASLt's epilogues (models/cublaslt_mlp.py)
+    # the same (implied), with GELU applied in the up-projection GEMM's cuBLASLt epilogue
+    # (models/cublaslt_epilogues.py)
     cublaslt_gelu: bool = False
+    # the attention's projections and the MLP's down-projection sum their bias gradients in their
+    # weight-gradient GEMMs' cuBLASLt epilogue (models/cublaslt_epilogues.py)
+    cublaslt_bias_grad: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not a multiple of heads {self.heads}")
-        if self.triton_gelu_backward and self.cublaslt_gelu:
-            raise ValueError("triton_gelu_backward and cublaslt_gelu both replace GELU's backward: choose one")
 
 
 class SelfAttention(nn.Module):
@@ -58,8 +60,8 @@ class SelfAttention(nn.Module):
         if config.separate_qkv:
             self.q, self.k, self.v = (nn.Linear(config.width, config.width) for _ in range(3))
         else:
-            self.qkv = nn.Linear(config.width, 3 * config.width)
-        self.out = nn.Linear(config.width, config.width)
+            self.qkv = linear_layer(config)(config.width, 3 * config.width)
+        self.out = linear_layer(config)(config.width, config.width)
         if config.causal:
             self.mask: torch.Tensor
             self.register_buffer("mask", torch.ones(config.context, config.context, dtype=torch.bool).tril(), False)
@@ -88,27 +90,30 @@ class SelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, width: int, triton_gelu_backward: bool = False, cublaslt_gelu: bool = False) -> None:
+    def __init__(self, config: TrunkConfig) -> None:
         super().__init__()
-        self.up = nn.Linear(width, 4 * width)
-        self.down = nn.Linear(4 * width, width)
+        self.up = nn.Linear(config.width, 4 * config.width)
+        self.down = linear_layer(config)(4 * config.width, config.width)
         self.linear_gelu: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
-        self.gelu_mlp: Callable[..., torch.Tensor] | None = None
-        if triton_gelu_backward:
+        if config.triton_gelu_backward or config.cublaslt_gelu:
             from models.fused_gelu import linear_gelu  # Triton is needed only by the cases that ask for it
 
-            self.linear_gelu = linear_gelu
-        if cublaslt_gelu:
-            from models.cublaslt_mlp import gelu_mlp
-
-            self.gelu_mlp = gelu_mlp
+            self.linear_gelu = functools.partial(linear_gelu, epilogue=config.cublaslt_gelu)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gelu_mlp is not None:
-            return self.gelu_mlp(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
         if self.linear_gelu is not None:
             return self.down(self.linear_gelu(x, self.up.weight, self.up.bias))  # type: ignore[no-any-return]
         return self.down(F.gelu(self.up(x), approximate="tanh"))  # type: ignore[no-any-return]
+
+
+def linear_layer(config: TrunkConfig) -> type[nn.Linear]:
+    """``nn.Linear``, or with ``cublaslt_bias_grad`` its subclass whose bias gradient is summed in the
+    weight-gradient GEMM (same parameters)."""
+    if not config.cublaslt_bias_grad:
+        return nn.Linear
+    from models.cublaslt_epilogues import EpilogueLinear
+
+    return EpilogueLinear
 
 
 class Block(nn.Module):
@@ -117,7 +122,7 @@ class Block(nn.Module):
         self.norm1 = nn.LayerNorm(config.width)
         self.attention = SelfAttention(config)
         self.norm2 = nn.LayerNorm(config.width)
-        self.mlp = MLP(config.width, config.triton_gelu_backward, config.cublaslt_gelu)
+        self.mlp = MLP(config)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attention(self.norm1(x))

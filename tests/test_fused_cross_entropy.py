@@ -59,7 +59,7 @@ def test_linear_cross_entropy_under_autocast_and_without_gradients() -> None:
     """Under bf16 autocast the GEMM runs in bf16 as a linear layer's would; without gradients the loss
     is the same and nothing is kept for a backward pass."""
     generator = torch.Generator().manual_seed(3)
-    hidden = torch.randn(5, 32, generator=generator, device=DEVICE, requires_grad=True)
+    hidden = torch.randn(5, 32, generator=generator).to(DEVICE).requires_grad_()
     weight = (0.3 * torch.randn(700, 32, generator=generator)).to(DEVICE).requires_grad_()
     targets = torch.randint(0, 700, (5,), generator=generator).to(DEVICE)
     with torch.autocast(DEVICE, dtype=torch.bfloat16):

@@ -1,19 +1,22 @@
-"""GPT-2's MLP (up-projection, tanh GELU, down-projection) with GELU and its gradient folded into the
-GEMMs' epilogues by cuBLASLt, which PyTorch calls without them.
+"""GEMMs with cuBLASLt's epilogues, which PyTorch calls without them: GELU in the up-projection's GEMM,
+and a linear layer's bias gradient in its weight-gradient GEMM.
 
-Compiled, the MLP runs GELU as its own kernel in the forward pass (reading the up-projection's output,
-writing GELU's) and GELU's gradient with the bias gradient as kernels of their own in the backward
-pass. cuBLASLt's epilogues do this work while each GEMM's tile is still on chip:
+- ``linear_gelu_saving_input`` (``GELU_AUX_BIAS``): the up-projection's GEMM adds the bias and writes
+  GELU of the result and, as its auxiliary output, the pre-activation that the backward pass needs;
+  compiled, GELU is a kernel of its own that reads the GEMM's output and writes GELU's.
+- ``weight_and_bias_grad`` (``BGRADB``): the weight-gradient GEMM ``grad.T @ inputs`` also sums
+  ``grad`` over the rows it reads anyway, the bias gradient; compiled, that sum is a kernel of its own
+  that reads ``grad`` again. ``linear`` is a linear layer whose backward pass uses it.
 
-- forward, ``GELU_AUX_BIAS``: the up-projection's GEMM adds the bias, writes GELU of the result and, as
-  its auxiliary output, the pre-activation that the backward pass needs;
-- backward, ``DGELU_BGRAD``: the GEMM that carries the gradient back through the down-projection
-  multiplies it by GELU's derivative at the saved pre-activation and sums the bias gradient.
+Both are custom operators (``torch.library``), opaque to the compiler and recorded in CUDA graphs like
+any kernel; on the CPU they run the same arithmetic in PyTorch, so that the autograd plumbing around
+them is tested there. cuBLASLt is the library PyTorch itself loaded, called through ``ctypes``; the
+bias gradient has the GEMM's dtype.
 
-The two GEMMs are custom operators (``torch.library``), opaque to the compiler and recorded in CUDA
-graphs like any kernel; on the CPU they run the same arithmetic in PyTorch, so that the autograd
-plumbing around them is tested there. cuBLASLt is the library PyTorch itself loaded, called through
-``ctypes``; its bias gradient has the GEMM's dtype.
+cuBLASLt also has ``DGELU_BGRAD`` (GELU's gradient and the bias gradient in the epilogue of the GEMM
+that carries the gradient back through the down-projection). On the H100 it ran as the GEMM and then
+a separate epilogue kernel of 0.68 ms per layer, slower than the Triton kernel of
+``models/fused_gelu.py`` (0.22 ms): it is not used.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ from models.transformer import linear_dtype
 COMPUTE_32F = 68  # cublasComputeType_t CUBLAS_COMPUTE_32F
 SCALE_32F = 0  # cudaDataType CUDA_R_32F
 DATA_TYPES = {torch.bfloat16: 14, torch.float16: 2, torch.float32: 0}  # CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F
-DESC_TRANSA, DESC_EPILOGUE, DESC_BIAS_POINTER, DESC_AUX_POINTER, DESC_AUX_LD = 3, 7, 8, 11, 12
+DESC_TRANSA, DESC_TRANSB, DESC_EPILOGUE, DESC_BIAS_POINTER, DESC_AUX_POINTER, DESC_AUX_LD = 3, 4, 7, 8, 11, 12
 EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4
-EPILOGUE_DGELU_BGRAD = 64 | 128 | 16
+EPILOGUE_BGRADB = 512
 PREF_MAX_WORKSPACE_BYTES = 1
 WORKSPACE_BYTES = 32 * 2**20
 
@@ -96,30 +99,37 @@ def _layout(library: ctypes.CDLL, dtype: torch.dtype, rows: int, columns: int) -
 
 
 def _gemm_with_epilogue(
-    a: torch.Tensor, b: torch.Tensor, transpose_a: bool, epilogue: int, bias: torch.Tensor, aux: torch.Tensor
+    a: torch.Tensor,
+    b: torch.Tensor,
+    transpose: tuple[bool, bool],
+    epilogue: int,
+    bias: torch.Tensor,
+    aux: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``b @ a.T`` (``transpose_a``) or ``b @ a`` in PyTorch's row-major terms, with ``epilogue``; its
-    bias (or bias gradient) vector and auxiliary matrix (of the result's shape) are ``bias`` and
-    ``aux``. cuBLAS reads a row-major r x c tensor as a column-major c x r matrix, so this is
-    D = op(A) B with A = ``a``, B = ``b`` and D the result, each seen column-major."""
+    """D = op(A) op(B) with ``epilogue``, in cuBLAS's column-major terms: a row-major r x c tensor is a
+    column-major c x r matrix, so A = ``a``, B = ``b`` and D, the result, are read that way; the
+    epilogue's bias (or bias gradient) vector is ``bias``, its auxiliary matrix (D's shape) ``aux``."""
     library, handle = _library()
-    a_rows, a_columns = a.shape[1], a.shape[0]  # column-major
-    m, k = (a_columns, a_rows) if transpose_a else (a_rows, a_columns)
-    n = b.shape[0]
-    if b.shape[1] != k or aux.shape != (n, m) or bias.shape != (m,):
-        raise ValueError(f"shapes do not chain: a {tuple(a.shape)}, b {tuple(b.shape)}, aux {tuple(aux.shape)}")
+    a_rows, a_columns = a.shape[1], a.shape[0]
+    b_rows, b_columns = b.shape[1], b.shape[0]
+    m, k = (a_columns, a_rows) if transpose[0] else (a_rows, a_columns)
+    b_k, n = (b_columns, b_rows) if transpose[1] else (b_rows, b_columns)
+    if b_k != k or (aux is not None and aux.shape != (n, m)):
+        raise ValueError(f"shapes do not chain: a {tuple(a.shape)}, b {tuple(b.shape)}, transposed {transpose}")
     out = torch.empty(n, m, dtype=b.dtype, device=b.device)
     workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=b.device)
     desc, preference = ctypes.c_void_p(), ctypes.c_void_p()
     _check(library.cublasLtMatmulDescCreate(ctypes.byref(desc), COMPUTE_32F, SCALE_32F), "cublasLtMatmulDescCreate")
-    layouts = [_layout(library, a.dtype, a_rows, a_columns), _layout(library, b.dtype, k, n)]
+    layouts = [_layout(library, a.dtype, a_rows, a_columns), _layout(library, b.dtype, b_rows, b_columns)]
     layouts.append(_layout(library, out.dtype, m, n))
     try:
-        _set(library, desc, DESC_TRANSA, ctypes.c_int32(1 if transpose_a else 0))
+        _set(library, desc, DESC_TRANSA, ctypes.c_int32(int(transpose[0])))
+        _set(library, desc, DESC_TRANSB, ctypes.c_int32(int(transpose[1])))
         _set(library, desc, DESC_EPILOGUE, ctypes.c_uint32(epilogue))
         _set(library, desc, DESC_BIAS_POINTER, ctypes.c_void_p(bias.data_ptr()))
-        _set(library, desc, DESC_AUX_POINTER, ctypes.c_void_p(aux.data_ptr()))
-        _set(library, desc, DESC_AUX_LD, ctypes.c_int64(m))
+        if aux is not None:
+            _set(library, desc, DESC_AUX_POINTER, ctypes.c_void_p(aux.data_ptr()))
+            _set(library, desc, DESC_AUX_LD, ctypes.c_int64(m))
         _check(library.cublasLtMatmulPreferenceCreate(ctypes.byref(preference)), "cublasLtMatmulPreferenceCreate")
         limit = ctypes.c_uint64(WORKSPACE_BYTES)
         _check(
@@ -174,7 +184,7 @@ def linear_gelu_saving_input(
         pre = torch.addmm(bias, x, weight.t())
         return F.gelu(pre, approximate="tanh"), pre
     pre = torch.empty(x.shape[0], weight.shape[0], dtype=x.dtype, device=x.device)
-    return _gemm_with_epilogue(weight, x, True, EPILOGUE_GELU_AUX_BIAS, bias, pre), pre
+    return _gemm_with_epilogue(weight, x, (True, False), EPILOGUE_GELU_AUX_BIAS, bias, pre), pre
 
 
 @linear_gelu_saving_input.register_fake
@@ -183,60 +193,52 @@ def _(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.
     return x.new_empty(shape), x.new_empty(shape)
 
 
-@torch.library.custom_op("trainperf::gelu_gradient_through_linear", mutates_args=())
-def gelu_gradient_through_linear(
-    grad: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """For ``linear(gelu(pre), weight)`` and its output's gradient ``grad``: (the gradient at ``pre``,
-    ``(grad @ weight) * gelu'(pre)``, and its sum over rows, the bias gradient of the layer that
-    produced ``pre``), 2-D contiguous tensors of one dtype: on CUDA one GEMM with cuBLASLt's
-    DGELU_BGRAD epilogue."""
+@torch.library.custom_op("trainperf::weight_and_bias_grad", mutates_args=())
+def weight_and_bias_grad(grad: torch.Tensor, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A linear layer's (weight gradient ``grad.T @ inputs``, bias gradient ``grad.sum(0)``) for 2-D
+    contiguous tensors of one dtype: on CUDA one GEMM with cuBLASLt's BGRADB epilogue."""
     if grad.device.type != "cuda":
-        grad_pre = torch.ops.aten.gelu_backward(grad @ weight, pre, approximate="tanh")
-        return grad_pre, grad_pre.sum(0)
-    bias_grad = torch.empty(weight.shape[1], dtype=grad.dtype, device=grad.device)
-    return _gemm_with_epilogue(weight, grad, False, EPILOGUE_DGELU_BGRAD, bias_grad, pre), bias_grad
+        return grad.t() @ inputs, grad.sum(0)
+    bias_grad = torch.empty(grad.shape[1], dtype=grad.dtype, device=grad.device)
+    return _gemm_with_epilogue(inputs, grad, (False, True), EPILOGUE_BGRADB, bias_grad), bias_grad
 
 
-@gelu_gradient_through_linear.register_fake
-def _(grad: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    return grad.new_empty((grad.shape[0], weight.shape[1])), grad.new_empty((weight.shape[1],))
+@weight_and_bias_grad.register_fake
+def _(grad: torch.Tensor, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return grad.new_empty((grad.shape[1], inputs.shape[1])), grad.new_empty((grad.shape[1],))
 
 
-class _GeluMlp(torch.autograd.Function):
+class _Linear(torch.autograd.Function):
     @staticmethod
-    def forward(
-        ctx: Any, x: torch.Tensor, up_w: torch.Tensor, up_b: torch.Tensor, down_w: torch.Tensor, down_b: torch.Tensor
-    ) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         dtype = linear_dtype(x)
         with torch.autocast(x.device.type, enabled=False):
             inputs = x.reshape(-1, x.shape[-1]).to(dtype).contiguous()
-            weights = [t.to(dtype).contiguous() for t in (up_w, up_b, down_w, down_b)]
-            hidden, pre = linear_gelu_saving_input(inputs, weights[0], weights[1])
-            out = torch.addmm(weights[3], hidden, weights[2].t())
-        ctx.save_for_backward(inputs, weights[0], weights[2], hidden, pre)
-        ctx.dtypes = [t.dtype for t in (x, up_w, up_b, down_w, down_b)]
+            weight_used = weight.to(dtype)
+            out = torch.addmm(bias.to(dtype), inputs, weight_used.t())
+        ctx.save_for_backward(inputs, weight_used)
+        ctx.dtypes = (x.dtype, weight.dtype, bias.dtype)
         return out.view(*x.shape[:-1], -1)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        inputs, up_w, down_w, hidden, pre = ctx.saved_tensors
-        grad_out = grad.reshape(-1, grad.shape[-1]).to(pre.dtype).contiguous()
-        grad_pre, grad_up_b = gelu_gradient_through_linear(grad_out, down_w, pre)
-        grads = (
-            (grad_pre @ up_w).view(*grad.shape[:-1], -1),
-            grad_pre.t() @ inputs,
-            grad_up_b,
-            grad_out.t() @ hidden,
-            grad_out.sum(0),
-        )
-        return tuple(g.to(dtype) for g, dtype in zip(grads, ctx.dtypes, strict=True))
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        inputs, weight = ctx.saved_tensors
+        x_dtype, weight_dtype, bias_dtype = ctx.dtypes
+        grad_out = grad.reshape(-1, grad.shape[-1]).to(inputs.dtype).contiguous()
+        weight_grad, bias_grad = weight_and_bias_grad(grad_out, inputs)
+        grad_x = (grad_out @ weight).view(*grad.shape[:-1], -1)
+        return grad_x.to(x_dtype), weight_grad.to(weight_dtype), bias_grad.to(bias_dtype)
 
 
-def gelu_mlp(
-    x: torch.Tensor, up_w: torch.Tensor, up_b: torch.Tensor, down_w: torch.Tensor, down_b: torch.Tensor
-) -> torch.Tensor:
-    """``linear(gelu(linear(x, up_w, up_b), approximate="tanh"), down_w, down_b)``, under autocast as
-    linear layers are, with GELU and its gradient in cuBLASLt's epilogues on CUDA."""
-    apply = cast(Callable[..., torch.Tensor], _GeluMlp.apply)
-    return apply(x, up_w, up_b, down_w, down_b)
+class EpilogueLinear(torch.nn.Linear):
+    """``nn.Linear`` (with a bias) whose backward pass is ``_Linear``'s."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``torch.nn.functional.linear(x, weight, bias)``, under autocast as it is, whose bias gradient is
+    summed in the weight-gradient GEMM's epilogue on CUDA."""
+    apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor], _Linear.apply)
+    return apply(x, weight, bias)
