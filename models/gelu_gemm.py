@@ -43,7 +43,6 @@ def _gemm_gelu_backward(  # type: ignore[no-untyped-def]  # Triton types its poi
     TILE_N: tl.constexpr,
     TILE_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
     """One tile of ``(grad @ weight) * gelu'(pre)``, stored, and its column sums, stored as the tile's
@@ -57,32 +56,29 @@ def _gemm_gelu_backward(  # type: ignore[no-untyped-def]  # Triton types its poi
     tile_column = (program % (GROUP_M * column_tiles)) // group_rows
     row = tile_row * TILE_M + tl.arange(0, TILE_M)
     column = tile_column * TILE_N + tl.arange(0, TILE_N)
-    # the operands' rows and columns wrap around inside the matrices (no masks in the loop); the
-    # epilogue's masks keep the wrapped ones out of the result
-    a_rows = tl.max_contiguous(tl.multiple_of(row % rows, TILE_M), TILE_M)
-    b_columns = tl.max_contiguous(tl.multiple_of(column % columns, TILE_N), TILE_N)
     inner = tl.arange(0, TILE_K)
-    a_pointers = grad_ptr + a_rows[:, None].to(tl.int64) * depth + inner[None, :]
-    b_pointers = weight_ptr + inner[:, None] * columns + b_columns[None, :]
     accumulator = tl.zeros((TILE_M, TILE_N), dtype=tl.float32)
     for start in range(0, depth, TILE_K):
-        if EVEN_K:
-            a, b = tl.load(a_pointers), tl.load(b_pointers)
-        else:
-            a = tl.load(a_pointers, mask=inner[None, :] < depth - start, other=0.0)
-            b = tl.load(b_pointers, mask=inner[:, None] < depth - start, other=0.0)
+        k = start + inner
+        a = tl.load(
+            grad_ptr + row[:, None].to(tl.int64) * depth + k[None, :],
+            mask=(row[:, None] < rows) & (k[None, :] < depth),
+            other=0.0,
+        )
+        b = tl.load(
+            weight_ptr + k[:, None] * columns + column[None, :],
+            mask=(k[:, None] < depth) & (column[None, :] < columns),
+            other=0.0,
+        )
         if UPCAST:  # Triton's interpreter multiplies 16-bit floats wrongly
             a, b = a.to(tl.float32), b.to(tl.float32)
         accumulator = tl.dot(a, b, accumulator)
-        a_pointers += TILE_K
-        b_pointers += TILE_K * columns
     inside = (row[:, None] < rows) & (column[None, :] < columns)
     offsets = row[:, None].to(tl.int64) * columns + column[None, :]
     x = tl.load(pre_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
     result = (accumulator * gelu_slope(x)).to(out_ptr.dtype.element_ty)
     tl.store(out_ptr + offsets, result, mask=inside)
-    stored = tl.where(inside, result.to(tl.float32), 0.0)  # the stored values, as a separate sum reads them
-    column_sums = tl.sum(stored, axis=0)
+    column_sums = tl.sum(result.to(tl.float32), axis=0)  # of the stored values, as a separate sum would
     tl.store(partial_sums_ptr + tile_row * columns + column, column_sums, mask=column < columns)
 
 
@@ -101,7 +97,7 @@ def gelu_backward_through_linear(
     grid = (row_tiles * triton.cdiv(columns, tile_n),)
     _gemm_gelu_backward[grid](
         grad, weight, pre, out, partial_sums, rows, columns, depth,
-        TILE_M=tile_m, TILE_N=tile_n, TILE_K=tile_k, GROUP_M=group_m, EVEN_K=depth % tile_k == 0, UPCAST=INTERPRETED,
+        TILE_M=tile_m, TILE_N=tile_n, TILE_K=tile_k, GROUP_M=group_m, UPCAST=INTERPRETED,
         num_warps=warps, num_stages=stages,
     )  # fmt: skip
     return out, partial_sums.sum(0)
