@@ -91,13 +91,11 @@ CANDIDATES = {
     "cublaslt_bias_grad": Candidate(CUBLASLT_BIAS, PINNED),
     "cublaslt_both": Candidate(CUBLASLT_BOTH, PINNED),
     "cublaslt_both_linear_ce": Candidate({**CUBLASLT_BOTH, "cross_entropy": "triton_linear"}, PINNED),
-    "triton_gelu_gemm": Candidate({**FUSED, "triton_gelu_gemm": True}, PINNED),
     "cooperative_reductions": Candidate(
         {**FUSED, **GELU}, PINNED, {"split_reductions": False, "triton.cooperative_reductions": True}
     ),
 }
 KINDS = [  # kernel kind: a pattern of its names (first match wins)
-    ("GEMM with GELU's gradient", r"_gemm_gelu_backward"),
     ("GEMM", r"nvjet|gemm|cutlass|xmma|splitKreduce|triton_tem"),
     ("attention", r"sdpa|flash|fmha|cudnn"),
     ("cross-entropy", r"_loss_rows|_gradient_rows|_loss_and_gradient_rows|log_softmax|nll_loss"),

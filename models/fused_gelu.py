@@ -25,15 +25,6 @@ TILE = (64, 128, 8)  # rows, columns, warps per tile: ci/gelu_tiles.py on the H1
 
 
 @triton.jit  # type: ignore[untyped-decorator, unused-ignore]  # typed only where Triton is installed
-def gelu_slope(x):  # type: ignore[no-untyped-def]  # Triton types its tensors
-    """GELU's derivative (tanh form) at ``x``, float32, for a Triton kernel."""
-    # GELU(x) = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3); literals: a kernel reads no globals
-    inner = tl.minimum(tl.maximum(0.7978845608028654 * (x + 0.044715 * x * x * x), -20.0), 20.0)  # tanh = +-1
-    tanh = 1.0 - 2.0 / (tl.exp(2.0 * inner) + 1.0)
-    return 0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * 0.7978845608028654 * (1.0 + 0.134145 * x * x)
-
-
-@triton.jit  # type: ignore[untyped-decorator, unused-ignore]
 def _gelu_backward_tiles(  # type: ignore[no-untyped-def]  # Triton types its pointer parameters
     grad_ptr,
     pre_ptr,
@@ -53,7 +44,11 @@ def _gelu_backward_tiles(  # type: ignore[no-untyped-def]  # Triton types its po
     offsets = row[:, None].to(tl.int64) * columns + column[None, :]
     grad = tl.load(grad_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
     x = tl.load(pre_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
-    result = (grad * gelu_slope(x)).to(out_ptr.dtype.element_ty)
+    # GELU(x) = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3); literals: a kernel reads no globals
+    inner = tl.minimum(tl.maximum(0.7978845608028654 * (x + 0.044715 * x * x * x), -20.0), 20.0)  # tanh = +-1
+    tanh = 1.0 - 2.0 / (tl.exp(2.0 * inner) + 1.0)
+    slope = 0.5 * (1.0 + tanh) + 0.5 * x * (1.0 - tanh * tanh) * 0.7978845608028654 * (1.0 + 0.134145 * x * x)
+    result = (grad * slope).to(out_ptr.dtype.element_ty)
     tl.store(out_ptr + offsets, result, mask=inside)
     column_sums = tl.sum(result.to(tl.float32), axis=0)  # of the stored values, as a separate sum would
     tl.store(partial_sums_ptr + tile_row * columns + column, column_sums, mask=column < columns)

@@ -14,8 +14,7 @@ projections instead of one packed), ``triton_gelu_backward`` (the up-projection'
 gradients in one Triton kernel, ``models/fused_gelu.py``), ``cublaslt_gelu`` (the same, GELU
 itself applied in the up-projection GEMM's cuBLASLt epilogue) and ``cublaslt_bias_grad`` (the other
 linear layers' bias gradients summed in their weight-gradient GEMMs' epilogue; both
-``models/cublaslt_epilogues.py``) and ``triton_gelu_gemm`` (GELU's gradient in the epilogue of a Triton
-GEMM, ``models/gelu_gemm.py``).
+``models/cublaslt_epilogues.py``).
 """
 
 from __future__ import annotations
@@ -51,7 +50,6 @@ OPTIONS = {
     "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
     "cublaslt_gelu": False,  # GELU in the up-projection's cuBLASLt epilogue (models/cublaslt_epilogues.py)
     "cublaslt_bias_grad": False,  # bias gradients in the weight-gradient GEMMs' cuBLASLt epilogue (the same)
-    "triton_gelu_gemm": False,  # GELU's gradient in a Triton GEMM's epilogue (models/gelu_gemm.py)
     "cross_entropy": "torch",  # "triton" or "triton_linear": models/fused_cross_entropy.py
 }
 
@@ -167,7 +165,6 @@ class GPT2:
             triton_gelu_backward=options["triton_gelu_backward"],
             cublaslt_gelu=options["cublaslt_gelu"],
             cublaslt_bias_grad=options["cublaslt_bias_grad"],
-            triton_gelu_gemm=options["triton_gelu_gemm"],
         )
         model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))

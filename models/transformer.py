@@ -45,9 +45,6 @@ class TrunkConfig:
     # the attention's projections and the MLP's down-projection sum their bias gradients in their
     # weight-gradient GEMMs' cuBLASLt epilogue (models/cublaslt_epilogues.py)
     cublaslt_bias_grad: bool = False
-    # the MLP as one autograd function whose backward pass computes GELU's and the up-projection bias's
-    # gradients in the epilogue of a Triton GEMM through the down-projection (models/gelu_gemm.py)
-    triton_gelu_gemm: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:
@@ -98,19 +95,12 @@ class MLP(nn.Module):
         self.up = nn.Linear(config.width, 4 * config.width)
         self.down = linear_layer(config)(4 * config.width, config.width)
         self.linear_gelu: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
-        self.gelu_mlp: Callable[..., torch.Tensor] | None = None
-        if config.triton_gelu_gemm:
-            from models.gelu_gemm import gelu_mlp
-
-            self.gelu_mlp = gelu_mlp
-        elif config.triton_gelu_backward or config.cublaslt_gelu:
+        if config.triton_gelu_backward or config.cublaslt_gelu:
             from models.fused_gelu import linear_gelu  # Triton is needed only by the cases that ask for it
 
             self.linear_gelu = functools.partial(linear_gelu, epilogue=config.cublaslt_gelu)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gelu_mlp is not None:
-            return self.gelu_mlp(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
         if self.linear_gelu is not None:
             return self.down(self.linear_gelu(x, self.up.weight, self.up.bias))  # type: ignore[no-any-return]
         return self.down(F.gelu(self.up(x), approximate="tanh"))  # type: ignore[no-any-return]
