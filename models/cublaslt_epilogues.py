@@ -109,6 +109,10 @@ def _gemm_with_epilogue(
     """D = op(A) op(B) with ``epilogue``, in cuBLAS's column-major terms: a row-major r x c tensor is a
     column-major c x r matrix, so A = ``a``, B = ``b`` and D, the result, are read that way; the
     epilogue's bias (or bias gradient) vector is ``bias``, its auxiliary matrix (D's shape) ``aux``."""
+    tensors = [t for t in (a, b, bias, aux) if t is not None]
+    if any(not t.is_contiguous() or t.dtype != b.dtype or t.dtype not in DATA_TYPES for t in tensors):
+        described = ", ".join(f"{tuple(t.shape)} {t.dtype}{'' if t.is_contiguous() else ' strided'}" for t in tensors)
+        raise ValueError(f"cuBLASLt epilogues take contiguous tensors of one dtype of {list(DATA_TYPES)}: {described}")
     library, handle = _library()
     a_rows, a_columns = a.shape[1], a.shape[0]
     b_rows, b_columns = b.shape[1], b.shape[0]

@@ -86,3 +86,13 @@ def test_epilogues_match_pytorch_at_gpt2_size() -> None:
     weight_grad, bias_grad = weight_and_bias_grad(grad, x)
     torch.testing.assert_close(weight_grad, grad.t() @ x, atol=0.5, rtol=2e-2)
     torch.testing.assert_close(bias_grad.float(), grad.float().sum(0), atol=0.5, rtol=2e-2)
+
+
+@CUDA
+def test_strided_or_mixed_inputs_are_refused_with_their_shapes() -> None:
+    x = torch.randn(64, 48, device="cuda", dtype=torch.bfloat16)
+    weight = torch.randn(32, 48, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"contiguous tensors of one dtype.*\(32, 48\) torch.bfloat16 strided"):
+        linear_gelu_saving_input(x, weight.t().contiguous().t(), torch.zeros(32, device="cuda", dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match=r"\(32,\) torch.float32"):
+        linear_gelu_saving_input(x, weight, torch.zeros(32, device="cuda"))
