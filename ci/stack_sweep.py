@@ -45,7 +45,7 @@ CUBLASLT_BIAS = {**FUSED, **GELU, "cublaslt_bias_grad": True}
 CUBLASLT_BOTH = {**CUBLASLT_GELU, "cublaslt_bias_grad": True}
 PINNED = {"pin_memory": True, "non_blocking": True}  # no host sync at each batch's copy
 # The stack before the suite's took the sweep's best candidates (pinned copies, the Triton cross-entropy,
-# bfloat16 weights, the fused GELU backward): the candidates start from it.
+# bfloat16 weights, the fused GELU backward, GELU's cuBLASLt epilogue): the candidates start from it.
 EARLIER_STACK = stack.but(
     "earlier_stack",
     pin_memory=False,
@@ -65,7 +65,8 @@ class Candidate:
 
 CANDIDATES = {
     "earlier_stack": Candidate(),
-    "stack": Candidate({**FUSED, **GELU}, PINNED),  # the suite's
+    "stack": Candidate({**FUSED, **GELU, "cublaslt_gelu": True}, PINNED),  # the suite's
+    "fused_gelu_stack": Candidate({**FUSED, **GELU}, PINNED),  # the suite's before GELU's cuBLASLt epilogue
     "fused_cross_entropy": Candidate(TRITON_CE),
     "coordinate_descent": Candidate(inductor=TUNED),
     "fused_ce_coordinate_descent": Candidate(TRITON_CE, inductor=TUNED),
