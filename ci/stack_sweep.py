@@ -50,7 +50,13 @@ EARLIER_STACK = stack.but(
     "earlier_stack",
     pin_memory=False,
     non_blocking=False,
-    options={**stack.options, "cross_entropy": "torch", "param_dtype": "float32", "triton_gelu_backward": False},
+    options={
+        **stack.options,
+        "cross_entropy": "torch",
+        "param_dtype": "float32",
+        "triton_gelu_backward": False,
+        "cublaslt_gelu": False,
+    },
 )
 
 

@@ -19,6 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
+from models.cublaslt_epilogues import linear_gelu_saving_input
 from models.transformer import linear_dtype
 
 TILE = (64, 128, 8)  # rows, columns, warps per tile: ci/gelu_tiles.py on the H100
@@ -81,8 +82,6 @@ class _LinearGelu(torch.autograd.Function):
             out: torch.Tensor
             pre: torch.Tensor
             if epilogue:
-                from models.cublaslt_epilogues import linear_gelu_saving_input
-
                 out, pre = linear_gelu_saving_input(inputs, weight_used.contiguous(), bias_used)
             else:
                 pre = torch.addmm(bias_used, inputs, weight_used.t())
