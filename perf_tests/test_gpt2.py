@@ -104,7 +104,7 @@ grad_accumulation = reference.but(
 # optimizer's bytes; its validation loss stays within 0.001 of the float32 weights' over these steps,
 # a long run would keep float32 master weights), GELU's and the up-projection bias's gradients in one
 # Triton kernel (models/fused_gelu.py), and GELU itself in the up-projection GEMM's cuBLASLt epilogue
-# (models/cublaslt_epilogues.py: 0.3 ms per iteration on average over 7 paired runs on 4 leases).
+# (models/cublaslt_epilogues.py: 0.5 ms per iteration on average over 5 paired runs on 3 leases).
 stack = compiled.but(
     "stack",
     compile_mode="reduce-overhead",
