@@ -30,6 +30,7 @@ from trainperf.profile.replay import TRACE, marked_iteration
 from trainperf.runner import Prepared, run_case
 from trainperf.workload import FULL
 
+from models.gemm_tuning import timings
 from models.gpt2 import GPT2
 from perf_tests.test_gpt2 import stack
 
@@ -72,6 +73,11 @@ class Candidate:
 CANDIDATES = {
     "earlier_stack": Candidate(),
     "stack": Candidate({**FUSED, **GELU, "cublaslt_gelu": True}, PINNED),  # the suite's
+    "tuned": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "tuned_gemms": True}, PINNED),
+    "tuned_b128": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "tuned_gemms": True, "batch_scale": 16}, PINNED),
+    "tuned_linear_ce": Candidate({**LINEAR_CE, "cublaslt_gelu": True, "tuned_gemms": True}, PINNED),
+    "stack_b64": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "batch_scale": 8}, PINNED),
+    "stack_b128": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "batch_scale": 16}, PINNED),
     "fused_gelu_stack": Candidate({**FUSED, **GELU}, PINNED),  # the suite's before GELU's cuBLASLt epilogue
     "fused_cross_entropy": Candidate(TRITON_CE),
     "coordinate_descent": Candidate(inductor=TUNED),
@@ -128,6 +134,18 @@ def print_kernels(folder: Path, top: int = 12) -> None:
         print(rows[["ms", "calls", "kind", "name"]].to_string(index=False, float_format="%.3f"), flush=True)
 
 
+def print_tuning() -> None:
+    """The GEMM shapes timed since the last call (models/gemm_tuning.py): PyTorch's time, the choice's."""
+    for key, times in timings().items():
+        if key in _printed:
+            continue
+        _printed.add(key)
+        choice = min(times, key=lambda name: times[name])
+        torch_ms = f"PyTorch {times['torch']:.3f} ms, " if "torch" in times else ""
+        print(f"  tuned {key}: {torch_ms}chose {choice} at {times[choice]:.3f} ms of {len(times)}", flush=True)
+
+
+_printed: set[Any] = set()
 STEADY = 5  # iterations traced back to back, as the timed ones run
 
 
@@ -198,6 +216,7 @@ def main() -> None:
         )
         if folder is not None:
             print_kernels(folder)
+        print_tuning()
 
 
 if __name__ == "__main__":

@@ -24,12 +24,14 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
 
+from models.gemm_tuning import fastest
 from models.transformer import linear_dtype
 
 # cublasLt.h
@@ -37,10 +39,14 @@ COMPUTE_32F = 68  # cublasComputeType_t CUBLAS_COMPUTE_32F
 SCALE_32F = 0  # cudaDataType CUDA_R_32F
 DATA_TYPES = {torch.bfloat16: 14, torch.float16: 2, torch.float32: 0}  # CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F
 DESC_TRANSA, DESC_TRANSB, DESC_EPILOGUE, DESC_BIAS_POINTER, DESC_AUX_POINTER, DESC_AUX_LD = 3, 4, 7, 8, 11, 12
-EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4
+EPILOGUE_DEFAULT = 1
+EPILOGUE_BIAS = 4
+EPILOGUE_AUX = 128  # the flag of the epilogues that write an auxiliary output
+EPILOGUE_GELU_AUX_BIAS = 32 | EPILOGUE_AUX | 4
 EPILOGUE_BGRADB = 512
 PREF_MAX_WORKSPACE_BYTES = 1
 WORKSPACE_BYTES = 32 * 2**20
+ALGORITHMS = 16  # the most algorithms asked of the heuristic per GEMM
 
 
 class _Heuristic(ctypes.Structure):
@@ -98,43 +104,33 @@ def _layout(library: ctypes.CDLL, dtype: torch.dtype, rows: int, columns: int) -
     return layout
 
 
-def _gemm_with_epilogue(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    transpose: tuple[bool, bool],
-    epilogue: int,
-    bias: torch.Tensor,
-    aux: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """D = op(A) op(B) with ``epilogue``, in cuBLAS's column-major terms: a row-major r x c tensor is a
-    column-major c x r matrix, so A = ``a``, B = ``b`` and D, the result, are read that way; the
-    epilogue's bias (or bias gradient) vector is ``bias``, its auxiliary matrix (D's shape) ``aux``."""
-    tensors = [t for t in (a, b, bias, aux) if t is not None]
-    if any(not t.is_contiguous() or t.dtype != b.dtype or t.dtype not in DATA_TYPES for t in tensors):
-        described = ", ".join(f"{tuple(t.shape)} {t.dtype}{'' if t.is_contiguous() else ' strided'}" for t in tensors)
-        raise ValueError(f"cuBLASLt epilogues take contiguous tensors of one dtype of {list(DATA_TYPES)}: {described}")
+@dataclass(frozen=True)
+class _Plan:
+    """A GEMM's cuBLASLt descriptor, its A, B and D layouts, and the algorithms cuBLASLt's heuristic
+    offers for it, best guess first."""
+
+    desc: ctypes.c_void_p
+    layouts: tuple[ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    algorithms: tuple[_Heuristic, ...]
+
+
+@functools.cache
+def _plan(dtype: torch.dtype, m: int, n: int, k: int, transpose: tuple[bool, bool], epilogue: int) -> _Plan:
+    """The plan of D (m x n) = op(A) op(B) with ``epilogue``, made once per shape and kept: up to
+    ``ALGORITHMS`` algorithms that fit the workspace."""
     library, handle = _library()
-    a_rows, a_columns = a.shape[1], a.shape[0]
-    b_rows, b_columns = b.shape[1], b.shape[0]
-    m, k = (a_columns, a_rows) if transpose[0] else (a_rows, a_columns)
-    b_k, n = (b_columns, b_rows) if transpose[1] else (b_rows, b_columns)
-    if b_k != k or (aux is not None and aux.shape != (n, m)):
-        raise ValueError(f"shapes do not chain: a {tuple(a.shape)}, b {tuple(b.shape)}, transposed {transpose}")
-    out = torch.empty(n, m, dtype=b.dtype, device=b.device)
-    workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=b.device)
     desc, preference = ctypes.c_void_p(), ctypes.c_void_p()
     _check(library.cublasLtMatmulDescCreate(ctypes.byref(desc), COMPUTE_32F, SCALE_32F), "cublasLtMatmulDescCreate")
-    layouts = [_layout(library, a.dtype, a_rows, a_columns), _layout(library, b.dtype, b_rows, b_columns)]
-    layouts.append(_layout(library, out.dtype, m, n))
+    _set(library, desc, DESC_TRANSA, ctypes.c_int32(int(transpose[0])))
+    _set(library, desc, DESC_TRANSB, ctypes.c_int32(int(transpose[1])))
+    _set(library, desc, DESC_EPILOGUE, ctypes.c_uint32(epilogue))
+    if epilogue & EPILOGUE_AUX:
+        _set(library, desc, DESC_AUX_LD, ctypes.c_int64(m))
+    a_shape = (k, m) if transpose[0] else (m, k)
+    b_shape = (n, k) if transpose[1] else (k, n)
+    layouts = (_layout(library, dtype, *a_shape), _layout(library, dtype, *b_shape), _layout(library, dtype, m, n))
+    _check(library.cublasLtMatmulPreferenceCreate(ctypes.byref(preference)), "cublasLtMatmulPreferenceCreate")
     try:
-        _set(library, desc, DESC_TRANSA, ctypes.c_int32(int(transpose[0])))
-        _set(library, desc, DESC_TRANSB, ctypes.c_int32(int(transpose[1])))
-        _set(library, desc, DESC_EPILOGUE, ctypes.c_uint32(epilogue))
-        _set(library, desc, DESC_BIAS_POINTER, ctypes.c_void_p(bias.data_ptr()))
-        if aux is not None:
-            _set(library, desc, DESC_AUX_POINTER, ctypes.c_void_p(aux.data_ptr()))
-            _set(library, desc, DESC_AUX_LD, ctypes.c_int64(m))
-        _check(library.cublasLtMatmulPreferenceCreate(ctypes.byref(preference)), "cublasLtMatmulPreferenceCreate")
         limit = ctypes.c_uint64(WORKSPACE_BYTES)
         _check(
             library.cublasLtMatmulPreferenceSetAttribute(
@@ -142,57 +138,112 @@ def _gemm_with_epilogue(
             ),
             "cublasLtMatmulPreferenceSetAttribute",
         )
+        found, count = (_Heuristic * ALGORITHMS)(), ctypes.c_int(0)
         a_layout, b_layout, d_layout = layouts
-        found, count = _Heuristic(), ctypes.c_int(0)
         _check(
             library.cublasLtMatmulAlgoGetHeuristic(
-                handle,
-                desc,
-                a_layout,
-                b_layout,
-                d_layout,
-                d_layout,
-                preference,
-                1,
-                ctypes.byref(found),
-                ctypes.byref(count),
+                handle, desc, a_layout, b_layout, d_layout, d_layout, preference, ALGORITHMS, found, ctypes.byref(count)
             ),
             "cublasLtMatmulAlgoGetHeuristic",
         )
-        if count.value == 0:
-            raise RuntimeError(f"cuBLASLt has no algorithm for epilogue {epilogue} at m={m}, n={n}, k={k}")
-        alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
-        a_ptr, b_ptr, out_ptr = (ctypes.c_void_p(t.data_ptr()) for t in (a, b, out))
-        scratch = (ctypes.c_void_p(workspace.data_ptr()), ctypes.c_size_t(WORKSPACE_BYTES))
-        stream = ctypes.c_void_p(torch.cuda.current_stream(b.device).cuda_stream)
-        operands = (a_ptr, a_layout, b_ptr, b_layout, ctypes.byref(beta), out_ptr, d_layout, out_ptr, d_layout)
-        algo = ctypes.byref(found.algo)
-        status = library.cublasLtMatmul(handle, desc, ctypes.byref(alpha), *operands, algo, *scratch, stream)
-        _check(status, "cublasLtMatmul")
     finally:
-        for layout in layouts:
-            library.cublasLtMatrixLayoutDestroy(layout)
-        library.cublasLtMatmulDescDestroy(desc)
-        if preference.value:
-            library.cublasLtMatmulPreferenceDestroy(preference)
+        library.cublasLtMatmulPreferenceDestroy(preference)
+    if count.value == 0:
+        raise RuntimeError(f"cuBLASLt has no algorithm for epilogue {epilogue} at m={m}, n={n}, k={k}")
+    return _Plan(desc, layouts, tuple(found[: count.value]))
+
+
+def _aligned(t: torch.Tensor) -> torch.Tensor:
+    """``t``, copied where its data does not start on the 256 bytes cuBLASLt's heuristic assumes."""
+    return t if t.data_ptr() % 256 == 0 else t.clone()
+
+
+def _gemm_with_epilogue(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    transpose: tuple[bool, bool],
+    epilogue: int,
+    bias: torch.Tensor | None = None,
+    aux: torch.Tensor | None = None,
+    algorithm: int = 0,
+) -> torch.Tensor:
+    """D = op(A) op(B) with ``epilogue``, in cuBLAS's column-major terms: a row-major r x c tensor is a
+    column-major c x r matrix, so A = ``a``, B = ``b`` and D, the result, are read that way; the
+    epilogue's bias (or bias gradient) vector is ``bias``, its auxiliary matrix (D's shape) ``aux``.
+    ``algorithm`` picks among the heuristic's offers (0: its first choice)."""
+    tensors = [t for t in (a, b, bias, aux) if t is not None]
+    if any(not t.is_contiguous() or t.dtype != b.dtype or t.dtype not in DATA_TYPES for t in tensors):
+        described = ", ".join(f"{tuple(t.shape)} {t.dtype}{'' if t.is_contiguous() else ' strided'}" for t in tensors)
+        raise ValueError(f"cuBLASLt epilogues take contiguous tensors of one dtype of {list(DATA_TYPES)}: {described}")
+    a_rows, a_columns = a.shape[1], a.shape[0]
+    b_rows, b_columns = b.shape[1], b.shape[0]
+    m, k = (a_columns, a_rows) if transpose[0] else (a_rows, a_columns)
+    b_k, n = (b_columns, b_rows) if transpose[1] else (b_rows, b_columns)
+    if b_k != k or (aux is not None and aux.shape != (n, m)):
+        raise ValueError(f"shapes do not chain: a {tuple(a.shape)}, b {tuple(b.shape)}, transposed {transpose}")
+    library, handle = _library()
+    plan = _plan(b.dtype, m, n, k, transpose, epilogue)
+    if not 0 <= algorithm < len(plan.algorithms):
+        raise ValueError(f"algorithm {algorithm} is not one of the {len(plan.algorithms)} cuBLASLt offers")
+    a, b = _aligned(a), _aligned(b)
+    out = torch.empty(n, m, dtype=b.dtype, device=b.device)
+    workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=b.device)
+    if any(t is not None and t.data_ptr() % 256 for t in (bias, aux)):
+        raise ValueError("the epilogue's bias and auxiliary tensors must start on 256 bytes")
+    if bias is not None:
+        _set(library, plan.desc, DESC_BIAS_POINTER, ctypes.c_void_p(bias.data_ptr()))
+    if aux is not None:
+        _set(library, plan.desc, DESC_AUX_POINTER, ctypes.c_void_p(aux.data_ptr()))
+    alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    a_ptr, b_ptr, out_ptr = (ctypes.c_void_p(t.data_ptr()) for t in (a, b, out))
+    a_layout, b_layout, d_layout = plan.layouts
+    scratch = (ctypes.c_void_p(workspace.data_ptr()), ctypes.c_size_t(WORKSPACE_BYTES))
+    stream = ctypes.c_void_p(torch.cuda.current_stream(b.device).cuda_stream)
+    operands = (a_ptr, a_layout, b_ptr, b_layout, ctypes.byref(beta), out_ptr, d_layout, out_ptr, d_layout)
+    algo = ctypes.byref(plan.algorithms[algorithm].algo)
+    status = library.cublasLtMatmul(handle, plan.desc, ctypes.byref(alpha), *operands, algo, *scratch, stream)
+    _check(status, "cublasLtMatmul")
     return out
+
+
+def algorithm_count(a: torch.Tensor, b: torch.Tensor, transpose: tuple[bool, bool], epilogue: int) -> int:
+    """How many algorithms cuBLASLt's heuristic offers for ``_gemm_with_epilogue(a, b, transpose,
+    epilogue)`` (at most ``ALGORITHMS``)."""
+    m = a.shape[0] if transpose[0] else a.shape[1]
+    k = a.shape[1] if transpose[0] else a.shape[0]
+    n = b.shape[1] if transpose[1] else b.shape[0]
+    return len(_plan(b.dtype, m, n, k, transpose, epilogue).algorithms)
 
 
 @torch.library.custom_op("trainperf::linear_gelu_saving_input", mutates_args=())
 def linear_gelu_saving_input(
-    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, tuned: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(``gelu(x @ weight.T + bias)`` with tanh, ``x @ weight.T + bias``) for 2-D contiguous tensors of
-    one dtype: on CUDA one GEMM with cuBLASLt's GELU_AUX_BIAS epilogue."""
+    one dtype: on CUDA one GEMM with cuBLASLt's GELU_AUX_BIAS epilogue, with ``tuned`` the fastest of
+    the algorithms cuBLASLt offers for this shape (timed at its first call, ``models/gemm_tuning.py``)
+    rather than its first choice."""
     if x.device.type != "cuda":
         pre = torch.addmm(bias, x, weight.t())
         return F.gelu(pre, approximate="tanh"), pre
     pre = torch.empty(x.shape[0], weight.shape[0], dtype=x.dtype, device=x.device)
-    return _gemm_with_epilogue(weight, x, (True, False), EPILOGUE_GELU_AUX_BIAS, bias, pre), pre
+    transpose = (True, False)
+
+    def run(algorithm: int) -> Callable[[], torch.Tensor]:
+        return lambda: _gemm_with_epilogue(weight, x, transpose, EPILOGUE_GELU_AUX_BIAS, bias, pre, algorithm)
+
+    algorithm = 0
+    if tuned:
+        offered = algorithm_count(weight, x, transpose, EPILOGUE_GELU_AUX_BIAS)
+        key = ("gelu_aux_bias", x.device.index, x.dtype, tuple(x.shape), weight.shape[0])
+        algorithm = cast(int, fastest(key, {index: run(index) for index in range(offered)}))
+    return run(algorithm)(), pre
 
 
 @linear_gelu_saving_input.register_fake
-def _(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, tuned: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     shape = (x.shape[0], weight.shape[0])
     return x.new_empty(shape), x.new_empty(shape)
 

@@ -35,6 +35,7 @@ import triton
 import triton.language as tl
 
 from models.transformer import linear_dtype
+from models.tuned_gemm import tuned_mm
 
 BLOCK = 4096  # columns per load: 13 loads cover GPT-2's 50,304 padded classes
 WARPS = 8
@@ -200,30 +201,38 @@ def loss_and_gradient(
 
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def forward(
+        ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, tuned: bool
+    ) -> torch.Tensor:
         dtype = linear_dtype(hidden)
+        product = tuned_mm if tuned else torch.mm
         with torch.autocast(hidden.device.type, enabled=False):
             inputs, weight_used = hidden.to(dtype), weight.to(dtype)
-            losses, grad_logits = loss_and_gradient(inputs @ weight_used.t(), targets)
+            losses, grad_logits = loss_and_gradient(product(inputs, weight_used.t()), targets)
         ctx.save_for_backward(inputs, weight_used, grad_logits)
         ctx.dtypes = (hidden.dtype, weight.dtype)
+        ctx.tuned = tuned
         return losses.mean()
 
     @staticmethod
-    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None, None]:
         inputs, weight, grad_logits = ctx.saved_tensors
         hidden_dtype, weight_dtype = ctx.dtypes
-        grad_hidden = (grad_logits @ weight) * grad_output
-        grad_weight = (grad_logits.t() @ inputs) * grad_output
-        return grad_hidden.to(hidden_dtype), grad_weight.to(weight_dtype), None
+        product = tuned_mm if ctx.tuned else torch.mm
+        grad_hidden = product(grad_logits, weight) * grad_output
+        grad_weight = product(grad_logits.t(), inputs) * grad_output
+        return grad_hidden.to(hidden_dtype), grad_weight.to(weight_dtype), None, None
 
 
-def linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def linear_cross_entropy(
+    hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, tuned: bool = False
+) -> torch.Tensor:
     """Mean cross-entropy of the logits ``hidden @ weight.T`` (rows x width by vocabulary x width, under
     autocast as a linear layer is) against ``targets`` (rows, each a valid class), in float32. Where a
     gradient is wanted the logits' gradient is computed in the forward pass and kept instead of them;
-    without one, this is ``fused_cross_entropy`` of the logits."""
+    without one, this is ``fused_cross_entropy`` of the logits. With ``tuned`` the output layer's GEMMs
+    run the fastest cuBLAS algorithm for their shape (``models/tuned_gemm.py``)."""
     if not (torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)):
         return fused_cross_entropy(torch.nn.functional.linear(hidden, weight), targets)
-    apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor], _LinearCrossEntropy.apply)
-    return apply(hidden, weight, targets)
+    apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor], _LinearCrossEntropy.apply)
+    return apply(hidden, weight, targets, tuned)

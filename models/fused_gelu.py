@@ -21,6 +21,7 @@ import triton.language as tl
 
 from models.cublaslt_epilogues import linear_gelu_saving_input
 from models.transformer import linear_dtype
+from models.tuned_gemm import tuned_mm
 
 TILE = (64, 128, 8)  # rows, columns, warps per tile: ci/gelu_tiles.py on the H100
 
@@ -74,7 +75,9 @@ def gelu_backward_and_bias_grad(
 
 class _LinearGelu(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, epilogue: bool) -> torch.Tensor:
+    def forward(
+        ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, epilogue: bool, tuned: bool
+    ) -> torch.Tensor:
         dtype = linear_dtype(x)
         with torch.autocast(x.device.type, enabled=False):
             inputs = x.reshape(-1, x.shape[-1]).to(dtype).contiguous()
@@ -82,25 +85,34 @@ class _LinearGelu(torch.autograd.Function):
             out: torch.Tensor
             pre: torch.Tensor
             if epilogue:
-                out, pre = linear_gelu_saving_input(inputs, weight_used.contiguous(), bias_used)
+                out, pre = linear_gelu_saving_input(inputs, weight_used.contiguous(), bias_used, tuned)
             else:
-                pre = torch.addmm(bias_used, inputs, weight_used.t())
+                pre = (
+                    tuned_mm(inputs, weight_used.t(), bias_used)
+                    if tuned
+                    else torch.addmm(bias_used, inputs, weight_used.t())
+                )
                 out = torch.nn.functional.gelu(pre, approximate="tanh")
         ctx.save_for_backward(inputs, weight_used, pre)
         ctx.dtypes = (x.dtype, weight.dtype, bias.dtype)
+        ctx.tuned = tuned
         return out.view(*x.shape[:-1], -1)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None, None]:
         inputs, weight, pre = ctx.saved_tensors
         x_dtype, weight_dtype, bias_dtype = ctx.dtypes
         grad_pre, bias_grad = gelu_backward_and_bias_grad(grad.reshape(pre.shape).to(pre.dtype).contiguous(), pre)
-        grad_x = (grad_pre @ weight).view(*grad.shape[:-1], -1).to(x_dtype)
-        return grad_x, (grad_pre.t() @ inputs).to(weight_dtype), bias_grad.to(bias_dtype), None
+        product = tuned_mm if ctx.tuned else torch.mm
+        grad_x = product(grad_pre, weight).view(*grad.shape[:-1], -1).to(x_dtype)
+        return grad_x, product(grad_pre.t(), inputs).to(weight_dtype), bias_grad.to(bias_dtype), None, None
 
 
-def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, epilogue: bool = False) -> torch.Tensor:
+def linear_gelu(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, epilogue: bool = False, tuned: bool = False
+) -> torch.Tensor:
     """``gelu(linear(x, weight, bias), approximate="tanh")``, under autocast as a linear layer is; with
-    ``epilogue`` its forward GEMM applies GELU in cuBLASLt's epilogue (``models/cublaslt_epilogues.py``)."""
-    apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor], _LinearGelu.apply)
-    return apply(x, weight, bias, epilogue)
+    ``epilogue`` its forward GEMM applies GELU in cuBLASLt's epilogue (``models/cublaslt_epilogues.py``);
+    with ``tuned`` its GEMMs run the fastest cuBLAS algorithm for their shape (``models/tuned_gemm.py``)."""
+    apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool, bool], torch.Tensor], _LinearGelu.apply)
+    return apply(x, weight, bias, epilogue, tuned)

@@ -14,7 +14,9 @@ projections instead of one packed), ``triton_gelu_backward`` (the up-projection'
 gradients in one Triton kernel, ``models/fused_gelu.py``), ``cublaslt_gelu`` (the same, GELU
 itself applied in the up-projection GEMM's cuBLASLt epilogue) and ``cublaslt_bias_grad`` (the other
 linear layers' bias gradients summed in their weight-gradient GEMMs' epilogue; both
-``models/cublaslt_epilogues.py``).
+``models/cublaslt_epilogues.py``), and ``tuned_gemms`` (every GEMM of the linear layers and the output
+layer runs the fastest of the algorithms PyTorch and cuBLASLt offer for its shape, timed at its first
+call: ``models/tuned_gemm.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from models.transformer import (
     Trunk,
     TrunkConfig,
     init_weights,
+    linear_layer,
     padded,
     token_training,
 )
@@ -50,6 +53,7 @@ OPTIONS = {
     "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
     "cublaslt_gelu": False,  # GELU in the up-projection's cuBLASLt epilogue (models/cublaslt_epilogues.py)
     "cublaslt_bias_grad": False,  # bias gradients in the weight-gradient GEMMs' cuBLASLt epilogue (the same)
+    "tuned_gemms": False,  # each GEMM's fastest cuBLAS algorithm, timed at its first call (models/tuned_gemm.py)
     "cross_entropy": "torch",  # "triton" or "triton_linear": models/fused_cross_entropy.py
 }
 
@@ -84,7 +88,7 @@ class GPT(nn.Module):
         self.embed = nn.Embedding(vocab_rows, config.width)
         self.position = nn.Embedding(config.context, config.width)
         self.trunk = Trunk(trunk)
-        self.head = nn.Linear(config.width, vocab_rows, bias=False)
+        self.head = linear_layer(trunk)(config.width, vocab_rows, bias=False)
         self.head.weight = self.embed.weight  # tied, as in GPT-2
         init_weights(self, config.layers)
 
@@ -123,7 +127,7 @@ def linear_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     assert isinstance(model, GPT), "the output layer and the loss are fused for GPT's own module"
     inputs, targets = batch
     hidden = model.hidden_states(inputs).flatten(0, 1)
-    return linear_cross_entropy(hidden, model.head.weight, targets.flatten())
+    return linear_cross_entropy(hidden, model.head.weight, targets.flatten(), model.trunk.config.tuned_gemms)
 
 
 class NextTokens(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -165,6 +169,7 @@ class GPT2:
             triton_gelu_backward=options["triton_gelu_backward"],
             cublaslt_gelu=options["cublaslt_gelu"],
             cublaslt_bias_grad=options["cublaslt_bias_grad"],
+            tuned_gemms=options["tuned_gemms"],
         )
         model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))

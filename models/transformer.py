@@ -45,12 +45,17 @@ class TrunkConfig:
     # the attention's projections and the MLP's down-projection sum their bias gradients in their
     # weight-gradient GEMMs' cuBLASLt epilogue (models/cublaslt_epilogues.py)
     cublaslt_bias_grad: bool = False
+    # every linear layer's GEMMs run the fastest of the algorithms PyTorch and cuBLASLt offer for their
+    # shape, timed at its first call (models/tuned_gemm.py)
+    tuned_gemms: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not a multiple of heads {self.heads}")
+        if self.tuned_gemms and self.cublaslt_bias_grad:
+            raise ValueError("tuned_gemms and cublaslt_bias_grad each replace the linear layers: choose one")
 
 
 class SelfAttention(nn.Module):
@@ -58,7 +63,7 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.config = config
         if config.separate_qkv:
-            self.q, self.k, self.v = (nn.Linear(config.width, config.width) for _ in range(3))
+            self.q, self.k, self.v = (linear_layer(config)(config.width, config.width) for _ in range(3))
         else:
             self.qkv = linear_layer(config)(config.width, 3 * config.width)
         self.out = linear_layer(config)(config.width, config.width)
@@ -92,13 +97,13 @@ class SelfAttention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, config: TrunkConfig) -> None:
         super().__init__()
-        self.up = nn.Linear(config.width, 4 * config.width)
+        self.up = linear_layer(config)(config.width, 4 * config.width)
         self.down = linear_layer(config)(4 * config.width, config.width)
         self.linear_gelu: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
         if config.triton_gelu_backward or config.cublaslt_gelu:
             from models.fused_gelu import linear_gelu  # Triton is needed only by the cases that ask for it
 
-            self.linear_gelu = functools.partial(linear_gelu, epilogue=config.cublaslt_gelu)
+            self.linear_gelu = functools.partial(linear_gelu, epilogue=config.cublaslt_gelu, tuned=config.tuned_gemms)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.linear_gelu is not None:
@@ -107,13 +112,18 @@ class MLP(nn.Module):
 
 
 def linear_layer(config: TrunkConfig) -> type[nn.Linear]:
-    """``nn.Linear``, or with ``cublaslt_bias_grad`` its subclass whose bias gradient is summed in the
-    weight-gradient GEMM (same parameters)."""
-    if not config.cublaslt_bias_grad:
-        return nn.Linear
-    from models.cublaslt_epilogues import EpilogueLinear
+    """``nn.Linear``, or one of its subclasses (same parameters): with ``cublaslt_bias_grad`` the one
+    whose bias gradient is summed in the weight-gradient GEMM, with ``tuned_gemms`` the one whose GEMMs
+    run the fastest algorithm for their shape."""
+    if config.tuned_gemms:
+        from models.tuned_gemm import TunedLinear  # cuBLASLt is needed only by the cases that ask for it
 
-    return EpilogueLinear
+        return TunedLinear
+    if config.cublaslt_bias_grad:
+        from models.cublaslt_epilogues import EpilogueLinear
+
+        return EpilogueLinear
+    return nn.Linear
 
 
 class Block(nn.Module):

@@ -1,0 +1,111 @@
+"""GEMMs with a timed choice of cuBLAS algorithm against PyTorch's: the choice itself and the operator at
+GPT-2's shapes on CUDA where there is a GPU, the autograd plumbing (the operator's PyTorch arithmetic)
+on the CPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from models.gemm_tuning import fastest, timings
+from models.transformer import TrunkConfig
+from models.tuned_gemm import TunedLinear, tuned_mm
+from tests.test_cublaslt_epilogues import CUDA, DEVICES, assert_all_close, outputs_and_gradients
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16_autocast"])
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+def test_tuned_linear_matches_nn_linear(device: str, autocast: bool, bias: bool) -> None:
+    if device == "cuda" and not autocast:
+        pytest.skip("on CUDA the tuned GEMMs run in 16-bit: the bf16 case covers it")
+    torch.manual_seed(0)
+    plain = torch.nn.Linear(64, 96, bias=bias).to(device)
+    ours = TunedLinear(64, 96, bias=bias).to(device)
+    ours.load_state_dict(plain.state_dict())
+    x = torch.randn(3, 40, 64, device=device, requires_grad=True)
+    expected = outputs_and_gradients(plain, x, list(plain.parameters()), autocast)
+    assert_all_close(outputs_and_gradients(ours, x, list(ours.parameters()), autocast), expected, autocast)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_transposed_left_operand_and_a_tied_weight_get_their_gradients(device: str) -> None:
+    """The output layer's product with a weight read transposed, and a left operand that is a transpose."""
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    torch.manual_seed(0)
+    weight = torch.randn(96, 64, device=device, dtype=dtype, requires_grad=True)
+    a = torch.randn(64, 40, device=device, dtype=dtype).t().requires_grad_()  # a transposed view
+    grad = torch.randn(40, 96, device=device, dtype=dtype)
+    gradients = []
+    for product in (torch.mm, tuned_mm):
+        a.grad, weight.grad = None, None
+        out = product(a, weight.t())
+        out.backward(grad)
+        assert a.grad is not None and weight.grad is not None
+        gradients.append([out.float(), a.grad.float(), weight.grad.float()])
+    assert_all_close(gradients[1], gradients[0], autocast=device == "cuda")
+
+
+def test_tuned_gemms_and_the_bias_gradient_epilogue_are_refused_together() -> None:
+    with pytest.raises(ValueError, match="tuned_gemms and cublaslt_bias_grad"):
+        TrunkConfig(2, 2, 64, 64, causal=True, tuned_gemms=True, cublaslt_bias_grad=True)
+
+
+@CUDA
+def test_the_fastest_candidate_is_chosen_and_kept() -> None:
+    """Of a short and a long GPU wait the short one wins, and later calls get it without timing."""
+    key = ("test", "sleeps")
+    calls = {"short": 0, "long": 0}
+
+    def sleep(name: str, cycles: int) -> None:
+        calls[name] += 1
+        torch.cuda._sleep(cycles)
+
+    candidates = {"long": lambda: sleep("long", 2_000_000), "short": lambda: sleep("short", 200_000)}
+    assert fastest(key, candidates) == "short"
+    assert timings()[key]["short"] < timings()[key]["long"]
+    counted = dict(calls)
+    assert fastest(key, candidates) == "short"
+    assert calls == counted
+
+
+@CUDA
+@pytest.mark.parametrize(("inputs", "outputs"), [(768, 2304), (3072, 768), (768, 50304)])
+def test_tuned_products_match_pytorch_at_gpt2_size(inputs: int, outputs: int) -> None:
+    """A layer's three GEMMs at GPT-2's sizes in bf16 against PyTorch's, and a choice timed for each."""
+    torch.manual_seed(0)
+    bf16 = {"device": "cuda", "dtype": torch.bfloat16}
+    x, weight = torch.randn(8192, inputs, **bf16), torch.randn(outputs, inputs, **bf16) / inputs**0.5
+    grad, bias = torch.randn(8192, outputs, **bf16), torch.randn(outputs, **bf16)
+    products = [(x, weight.t(), bias), (grad, weight, None), (grad.t(), x, None)]
+    for a, b, b_bias in products:
+        expected = (a @ b if b_bias is None else torch.addmm(b_bias, a, b)).float()
+        ours = tuned_mm(a, b, b_bias).float()
+        assert ((ours - expected).norm() / expected.norm()).item() < 1e-2
+    timed = [key for key in timings() if key[0] == "mm" and key[3] == (8192, inputs)]
+    assert timed, "the forward GEMM's shape was not timed"
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "aot_eager"])
+def test_tiny_gpt2_with_tuned_gemms_computes_what_the_plain_one_does(compiled: bool) -> None:
+    """Same weights, same loss and gradients: eager, and traced by the compiler (the operator's fake
+    implementation and its autograd formula)."""
+    from models.gpt2 import CONFIGS, GPT, next_token_loss
+    from trainperf.workload import TINY
+
+    config = CONFIGS[TINY]
+    trunks = [TrunkConfig(2, 2, 64, 64, causal=True, attention="sdpa", tuned_gemms=tuned) for tuned in (False, True)]
+    torch.manual_seed(0)
+    plain, tuned = (GPT(config, trunk, config.vocab_size) for trunk in trunks)
+    tuned.load_state_dict(plain.state_dict())
+    assert isinstance(tuned.head, TunedLinear) and tuned.head.weight is tuned.embed.weight
+    tokens = torch.randint(0, config.vocab_size, (2, 33))
+    batch = (tokens[:, :-1], tokens[:, 1:])
+    results = []
+    for model in (plain, tuned):
+        loss_of = torch.compile(next_token_loss, backend="aot_eager") if compiled else next_token_loss
+        loss = loss_of(model, batch)
+        loss.backward()
+        results.append([loss.detach(), *(p.grad for p in model.parameters())])
+    for mine, reference in zip(results[1], results[0], strict=True):
+        torch.testing.assert_close(mine, reference, atol=1e-5, rtol=1e-4)
