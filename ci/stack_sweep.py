@@ -57,6 +57,8 @@ EARLIER_STACK = stack.but(
         "param_dtype": "float32",
         "triton_gelu_backward": False,
         "cublaslt_gelu": False,
+        "cublaslt_gelu_backward": False,
+        "tuned_gemms": False,
     },
 )
 
@@ -76,6 +78,11 @@ CANDIDATES = {
     "tuned": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "tuned_gemms": True}, PINNED),
     "tuned_b128": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "tuned_gemms": True, "batch_scale": 16}, PINNED),
     "tuned_linear_ce": Candidate({**LINEAR_CE, "cublaslt_gelu": True, "tuned_gemms": True}, PINNED),
+    "tuned_dgelu": Candidate({**FUSED, "cublaslt_gelu_backward": True, "tuned_gemms": True}, PINNED),
+    "tuned_dgelu_linear_ce": Candidate({**LINEAR_CE, "cublaslt_gelu_backward": True, "tuned_gemms": True}, PINNED),
+    "tuned_dgelu_linear_ce_b128": Candidate(
+        {**LINEAR_CE, "cublaslt_gelu_backward": True, "tuned_gemms": True, "batch_scale": 16}, PINNED
+    ),
     "stack_b64": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "batch_scale": 8}, PINNED),
     "stack_b128": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "batch_scale": 16}, PINNED),
     "fused_gelu_stack": Candidate({**FUSED, **GELU}, PINNED),  # the suite's before GELU's cuBLASLt epilogue

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -43,6 +43,7 @@ EPILOGUE_DEFAULT = 1
 EPILOGUE_BIAS = 4
 EPILOGUE_AUX = 128  # the flag of the epilogues that write an auxiliary output
 EPILOGUE_GELU_AUX_BIAS = 32 | EPILOGUE_AUX | 4
+EPILOGUE_DGELU = 64 | EPILOGUE_AUX  # reads the pre-activation GELU_AUX saved
 EPILOGUE_BGRADB = 512
 PREF_MAX_WORKSPACE_BYTES = 1
 WORKSPACE_BYTES = 32 * 2**20
@@ -227,17 +228,21 @@ def linear_gelu_saving_input(
         pre = torch.addmm(bias, x, weight.t())
         return F.gelu(pre, approximate="tanh"), pre
     pre = torch.empty(x.shape[0], weight.shape[0], dtype=x.dtype, device=x.device)
-    transpose = (True, False)
 
-    def run(algorithm: int) -> Callable[[], torch.Tensor]:
-        return lambda: _gemm_with_epilogue(weight, x, transpose, EPILOGUE_GELU_AUX_BIAS, bias, pre, algorithm)
+    def run(algorithm: int) -> torch.Tensor:
+        return _gemm_with_epilogue(weight, x, (True, False), EPILOGUE_GELU_AUX_BIAS, bias, pre, algorithm)
 
-    algorithm = 0
-    if tuned:
-        offered = algorithm_count(weight, x, transpose, EPILOGUE_GELU_AUX_BIAS)
-        key = ("gelu_aux_bias", x.device.index, x.dtype, tuple(x.shape), weight.shape[0])
-        algorithm = cast(int, fastest(key, {index: run(index) for index in range(offered)}))
-    return run(algorithm)(), pre
+    key = ("gelu_aux_bias", x.device.index, x.dtype, tuple(x.shape), weight.shape[0])
+    offered = algorithm_count(weight, x, (True, False), EPILOGUE_GELU_AUX_BIAS) if tuned else 1
+    return run(_fastest_algorithm(key, offered, run)), pre
+
+
+def _fastest_algorithm(key: Hashable, offered: int, run: Callable[[int], torch.Tensor]) -> int:
+    """Of the ``offered`` algorithms ``run`` takes, the fastest for ``key`` (timed at its first call,
+    ``models/gemm_tuning.py``); 0, the heuristic's first choice, when one is offered."""
+    if offered == 1:
+        return 0
+    return cast(int, fastest(key, {index: functools.partial(run, index) for index in range(offered)}))
 
 
 @linear_gelu_saving_input.register_fake
@@ -261,6 +266,28 @@ def weight_and_bias_grad(grad: torch.Tensor, inputs: torch.Tensor) -> tuple[torc
 @weight_and_bias_grad.register_fake
 def _(grad: torch.Tensor, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return grad.new_empty((grad.shape[1], inputs.shape[1])), grad.new_empty((grad.shape[1],))
+
+
+@torch.library.custom_op("trainperf::gelu_grad_through", mutates_args=())
+def gelu_grad_through(grad: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor, tuned: bool = False) -> torch.Tensor:
+    """The gradient at GELU's input (tanh GELU at ``pre``) of a layer ``weight`` after it, given the
+    layer's output gradient ``grad``: ``gelu'(pre) * (grad @ weight)``, for 2-D contiguous tensors of
+    one dtype. On CUDA one GEMM with cuBLASLt's DGELU epilogue, with ``tuned`` the fastest of the
+    algorithms it offers for this shape."""
+    if grad.device.type != "cuda":
+        return torch.ops.aten.gelu_backward(grad @ weight, pre, approximate="tanh")  # type: ignore[no-any-return]
+
+    def run(algorithm: int) -> torch.Tensor:
+        return _gemm_with_epilogue(weight, grad, (False, False), EPILOGUE_DGELU, aux=pre, algorithm=algorithm)
+
+    key = ("dgelu", grad.device.index, grad.dtype, tuple(grad.shape), weight.shape[1])
+    offered = algorithm_count(weight, grad, (False, False), EPILOGUE_DGELU) if tuned else 1
+    return run(_fastest_algorithm(key, offered, run))
+
+
+@gelu_grad_through.register_fake
+def _(grad: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor, tuned: bool = False) -> torch.Tensor:
+    return pre.new_empty(pre.shape)
 
 
 class _Linear(torch.autograd.Function):

@@ -12,11 +12,12 @@ while the weights and optimizer stay float32), ``cross_entropy`` ("torch"; "trit
 module, the logits' gradient computed in the forward pass), ``separate_qkv`` (three attention input
 projections instead of one packed), ``triton_gelu_backward`` (the up-projection's GELU and bias
 gradients in one Triton kernel, ``models/fused_gelu.py``), ``cublaslt_gelu`` (the same, GELU
-itself applied in the up-projection GEMM's cuBLASLt epilogue) and ``cublaslt_bias_grad`` (the other
-linear layers' bias gradients summed in their weight-gradient GEMMs' epilogue; both
-``models/cublaslt_epilogues.py``), and ``tuned_gemms`` (every GEMM of the linear layers and the output
-layer runs the fastest of the algorithms PyTorch and cuBLASLt offer for its shape, timed at its first
-call: ``models/tuned_gemm.py``).
+itself applied in the up-projection GEMM's cuBLASLt epilogue), ``cublaslt_bias_grad`` (the other linear
+layers' bias gradients summed in their weight-gradient GEMMs' epilogue; both
+``models/cublaslt_epilogues.py``), ``cublaslt_gelu_backward`` (the MLP as one function whose GEMMs also
+apply GELU's gradient in their epilogue, ``models/epilogue_mlp.py``) and ``tuned_gemms`` (every GEMM of
+the linear layers and the output layer runs the fastest of the algorithms PyTorch and cuBLASLt offer for
+its shape, timed at its first call: ``models/tuned_gemm.py``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ OPTIONS = {
     "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
     "cublaslt_gelu": False,  # GELU in the up-projection's cuBLASLt epilogue (models/cublaslt_epilogues.py)
     "cublaslt_bias_grad": False,  # bias gradients in the weight-gradient GEMMs' cuBLASLt epilogue (the same)
+    "cublaslt_gelu_backward": False,  # GELU's gradient in a GEMM's cuBLASLt epilogue too (models/epilogue_mlp.py)
     "tuned_gemms": False,  # each GEMM's fastest cuBLAS algorithm, timed at its first call (models/tuned_gemm.py)
     "cross_entropy": "torch",  # "triton" or "triton_linear": models/fused_cross_entropy.py
 }
@@ -169,6 +171,7 @@ class GPT2:
             triton_gelu_backward=options["triton_gelu_backward"],
             cublaslt_gelu=options["cublaslt_gelu"],
             cublaslt_bias_grad=options["cublaslt_bias_grad"],
+            cublaslt_gelu_backward=options["cublaslt_gelu_backward"],
             tuned_gemms=options["tuned_gemms"],
         )
         model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])

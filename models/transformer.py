@@ -42,6 +42,9 @@ class TrunkConfig:
     # the same (implied), with GELU applied in the up-projection GEMM's cuBLASLt epilogue
     # (models/cublaslt_epilogues.py)
     cublaslt_gelu: bool = False
+    # the MLP as one autograd function with GELU in the up-projection's GEMM epilogue and GELU's gradient
+    # in the epilogue of the GEMM through the down-projection (models/epilogue_mlp.py)
+    cublaslt_gelu_backward: bool = False
     # the attention's projections and the MLP's down-projection sum their bias gradients in their
     # weight-gradient GEMMs' cuBLASLt epilogue (models/cublaslt_epilogues.py)
     cublaslt_bias_grad: bool = False
@@ -100,12 +103,19 @@ class MLP(nn.Module):
         self.up = linear_layer(config)(config.width, 4 * config.width)
         self.down = linear_layer(config)(4 * config.width, config.width)
         self.linear_gelu: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
-        if config.triton_gelu_backward or config.cublaslt_gelu:
+        self.epilogue_mlp: Callable[..., torch.Tensor] | None = None
+        if config.cublaslt_gelu_backward:
+            from models.epilogue_mlp import epilogue_mlp  # cuBLASLt is needed only by the cases that ask for it
+
+            self.epilogue_mlp = functools.partial(epilogue_mlp, tuned=config.tuned_gemms)
+        elif config.triton_gelu_backward or config.cublaslt_gelu:
             from models.fused_gelu import linear_gelu  # Triton is needed only by the cases that ask for it
 
             self.linear_gelu = functools.partial(linear_gelu, epilogue=config.cublaslt_gelu, tuned=config.tuned_gemms)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.epilogue_mlp is not None:
+            return self.epilogue_mlp(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
         if self.linear_gelu is not None:
             return self.down(self.linear_gelu(x, self.up.weight, self.up.bias))  # type: ignore[no-any-return]
         return self.down(F.gelu(self.up(x), approximate="tanh"))  # type: ignore[no-any-return]

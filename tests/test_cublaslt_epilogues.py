@@ -9,7 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.cublaslt_epilogues import EpilogueLinear, linear_gelu_saving_input, weight_and_bias_grad
+from models.cublaslt_epilogues import (
+    EpilogueLinear,
+    gelu_grad_through,
+    linear_gelu_saving_input,
+    weight_and_bias_grad,
+)
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU: the cuBLASLt epilogues run there only")
 DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
@@ -72,6 +77,25 @@ def test_linear_gelu_with_the_epilogue_matches_pytorch(autocast: bool) -> None:
     assert_all_close(ours, expected, autocast)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16_autocast"])
+@pytest.mark.parametrize("tuned", [False, True], ids=["heuristic", "tuned"])
+def test_epilogue_mlp_matches_pytorch(device: str, autocast: bool, tuned: bool) -> None:
+    if device == "cuda" and not autocast:
+        pytest.skip("on CUDA the epilogues run in 16-bit GEMMs: the bf16 case covers it")
+    from models.epilogue_mlp import epilogue_mlp
+
+    torch.manual_seed(0)
+    up, down = torch.nn.Linear(64, 256).to(device), torch.nn.Linear(256, 64).to(device)
+    for bias in (up.bias, down.bias):
+        torch.nn.init.normal_(bias, std=0.5)
+    x = torch.randn(3, 40, 64, device=device, requires_grad=True)
+    parameters = [up.weight, up.bias, down.weight, down.bias]
+    expected = outputs_and_gradients(lambda t: down(F.gelu(up(t), approximate="tanh")), x, parameters, autocast)
+    ours = outputs_and_gradients(lambda t: epilogue_mlp(t, *parameters, tuned=tuned), x, parameters, autocast)
+    assert_all_close(ours, expected, autocast)
+
+
 @CUDA
 def test_epilogues_match_pytorch_at_gpt2_size() -> None:
     """Both GEMMs at GPT-2's sizes in bf16, each result against PyTorch's of the same inputs."""
@@ -86,6 +110,9 @@ def test_epilogues_match_pytorch_at_gpt2_size() -> None:
     weight_grad, bias_grad = weight_and_bias_grad(grad, x)
     torch.testing.assert_close(weight_grad, grad.t() @ x, atol=0.5, rtol=2e-2)
     torch.testing.assert_close(bias_grad.float(), grad.float().sum(0), atol=0.5, rtol=2e-2)
+    down, grad_out = 0.02 * torch.randn(768, 3072, **bf16), torch.randn(4096, 768, **bf16)
+    expected_grad = torch.ops.aten.gelu_backward((grad_out @ down).float(), pre.float(), approximate="tanh")
+    torch.testing.assert_close(gelu_grad_through(grad_out, down, pre).float(), expected_grad, atol=2e-2, rtol=2e-2)
 
 
 @CUDA

@@ -90,8 +90,9 @@ def test_tuned_products_match_pytorch_at_gpt2_size(inputs: int, outputs: int) ->
 def test_tiny_gpt2_with_tuned_gemms_computes_what_the_plain_one_does(compiled: bool) -> None:
     """Same weights, same loss and gradients: eager, and traced by the compiler (the operator's fake
     implementation and its autograd formula)."""
-    from models.gpt2 import CONFIGS, GPT, next_token_loss
     from trainperf.workload import TINY
+
+    from models.gpt2 import CONFIGS, GPT, next_token_loss
 
     config = CONFIGS[TINY]
     trunks = [TrunkConfig(2, 2, 64, 64, causal=True, attention="sdpa", tuned_gemms=tuned) for tuned in (False, True)]
