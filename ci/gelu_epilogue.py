@@ -78,9 +78,10 @@ def main() -> None:
                 continue
             gemm = functools.partial(_gemm_with_epilogue, w_down, dy, (False, False), epilogue, algorithm=algorithm)
             alone = milliseconds(functools.partial(gemm, aux=pre, bias=None if epilogue == EPILOGUE_DGELU else bias))
-            errors = f"GEMM alone {alone:.4f} ms, errors {relative_error(grad, expected_grad):.1e}, {relative_error(bias, expected_bias):.1e}"
+            errors = f"{relative_error(grad, expected_grad):.1e}, {relative_error(bias, expected_bias):.1e}"
+            total = milliseconds(run)
             print(
-                f"{name} algorithm {algorithm}: {milliseconds(run):.4f} ms with the bias gradient, {errors}", flush=True
+                f"{name} algorithm {algorithm}: {total:.4f} ms, GEMM alone {alone:.4f} ms, errors {errors}", flush=True
             )
 
 
