@@ -254,17 +254,42 @@ def _(
 
 
 @torch.library.custom_op("trainperf::weight_and_bias_grad", mutates_args=())
-def weight_and_bias_grad(grad: torch.Tensor, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def weight_and_bias_grad(
+    grad: torch.Tensor, inputs: torch.Tensor, tuned: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A linear layer's (weight gradient ``grad.T @ inputs``, bias gradient ``grad.sum(0)``) for 2-D
-    contiguous tensors of one dtype: on CUDA one GEMM with cuBLASLt's BGRADB epilogue."""
+    contiguous tensors of one dtype: on CUDA one GEMM with cuBLASLt's BGRADB epilogue. With ``tuned``
+    the fastest for this shape (timed at its first call) of that GEMM's algorithms and of a plain GEMM
+    (PyTorch's or cuBLASLt's algorithms) followed by a sum."""
     if grad.device.type != "cuda":
         return grad.t() @ inputs, grad.sum(0)
-    bias_grad = torch.empty(grad.shape[1], dtype=grad.dtype, device=grad.device)
-    return _gemm_with_epilogue(inputs, grad, (False, True), EPILOGUE_BGRADB, bias_grad), bias_grad
+    transpose = (False, True)
+
+    def fused(algorithm: int) -> tuple[torch.Tensor, torch.Tensor]:
+        bias_grad = torch.empty(grad.shape[1], dtype=grad.dtype, device=grad.device)
+        return _gemm_with_epilogue(inputs, grad, transpose, EPILOGUE_BGRADB, bias_grad, algorithm=algorithm), bias_grad
+
+    def separate(algorithm: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+        if algorithm is None:
+            weight_grad = grad.t() @ inputs
+        else:
+            weight_grad = _gemm_with_epilogue(inputs, grad, transpose, EPILOGUE_DEFAULT, algorithm=algorithm)
+        return weight_grad, grad.sum(0, dtype=torch.float32).to(grad.dtype)
+
+    if not tuned:
+        return fused(0)
+    candidates: dict[Hashable, Callable[[], tuple[torch.Tensor, torch.Tensor]]] = {
+        ("separate", None): functools.partial(separate, None)
+    }
+    for epilogue, way in ((EPILOGUE_DEFAULT, separate), (EPILOGUE_BGRADB, fused)):
+        for index in range(algorithm_count(inputs, grad, transpose, epilogue)):
+            candidates[(way.__name__, index)] = functools.partial(way, index)
+    key = ("weight_and_bias_grad", grad.device.index, grad.dtype, tuple(grad.shape), inputs.shape[1])
+    return candidates[fastest(key, candidates)]()
 
 
 @weight_and_bias_grad.register_fake
-def _(grad: torch.Tensor, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _(grad: torch.Tensor, inputs: torch.Tensor, tuned: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     return grad.new_empty((grad.shape[1], inputs.shape[1])), grad.new_empty((grad.shape[1],))
 
 
