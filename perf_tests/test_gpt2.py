@@ -97,14 +97,15 @@ grad_accumulation = reference.but(
     max_slowdown=NOISY,
 )
 # The best combination measured on the H100 (ci/stack_sweep.py, docs/evidence/h100-transformer-ladder.md):
-# batch 32, CUDA graphs on top of compile, a bfloat16 residual stream (half the bytes for the norms and
+# batch 128, CUDA graphs on top of compile, a bfloat16 residual stream (half the bytes for the norms and
 # adds that compile cannot remove), pinned batches copied without a host sync (the host queues the next
-# iterations while the GPU works), the Triton cross-entropy (the logits read twice and written once),
-# the weights and AdamW moments in bfloat16 (no float32 casts of weights and gradients, half the
-# optimizer's bytes; its validation loss stays within 0.001 of the float32 weights' over these steps,
-# a long run would keep float32 master weights), GELU's and the up-projection bias's gradients in one
-# Triton kernel (models/fused_gelu.py), and GELU itself in the up-projection GEMM's cuBLASLt epilogue
-# (models/cublaslt_epilogues.py: 0.5 ms per iteration on average over 5 paired runs on 3 leases).
+# iterations while the GPU works), the weights and AdamW moments in bfloat16 (no float32 casts of
+# weights and gradients, half the optimizer's bytes; its validation loss stays within 0.001 of the
+# float32 weights' over these steps, a long run would keep float32 master weights), the output layer
+# and the loss as one function whose Triton kernel writes the logits' gradient in the forward pass
+# (models/fused_cross_entropy.py), the MLP with GELU and GELU's gradient in its GEMMs' cuBLASLt
+# epilogues (models/epilogue_mlp.py), and every GEMM running the fastest of the algorithms PyTorch and
+# cuBLASLt offer for its shape, timed at its first call (models/tuned_gemm.py).
 stack = compiled.but(
     "stack",
     compile_mode="reduce-overhead",
@@ -112,12 +113,12 @@ stack = compiled.but(
     non_blocking=True,
     options={
         **compiled.options,
-        "batch_scale": 4,
+        "batch_scale": 16,
         "residual_dtype": "bfloat16",
-        "cross_entropy": "triton",
+        "cross_entropy": "triton_linear",
         "param_dtype": "bfloat16",
-        "triton_gelu_backward": True,
-        "cublaslt_gelu": True,
+        "cublaslt_gelu_backward": True,
+        "tuned_gemms": True,
     },
     needs_cuda="the stack replays CUDA graphs and runs Triton kernels compiled for the GPU and cuBLASLt",
     min_speedup={"cuda": 12.0},
