@@ -1,22 +1,27 @@
 """GEMMs with cuBLASLt's epilogues, which PyTorch calls without them: GELU in the up-projection's GEMM,
-and a linear layer's bias gradient in its weight-gradient GEMM.
+GELU's gradient in the GEMM that carries the gradient back through the down-projection, and a linear
+layer's bias gradient in its weight-gradient GEMM.
 
 - ``linear_gelu_saving_input`` (``GELU_AUX_BIAS``): the up-projection's GEMM adds the bias and writes
   GELU of the result and, as its auxiliary output, the pre-activation that the backward pass needs;
   compiled, GELU is a kernel of its own that reads the GEMM's output and writes GELU's.
+- ``gelu_grad_through`` (``DGELU``): the GEMM ``grad @ weight`` through the down-projection multiplies
+  its result by GELU's derivative at that saved pre-activation, so the gradient at GELU's output never
+  goes to memory (``models/epilogue_mlp.py``).
 - ``weight_and_bias_grad`` (``BGRADB``): the weight-gradient GEMM ``grad.T @ inputs`` also sums
   ``grad`` over the rows it reads anyway, the bias gradient; compiled, that sum is a kernel of its own
   that reads ``grad`` again. ``linear`` is a linear layer whose backward pass uses it.
 
-Both are custom operators (``torch.library``), opaque to the compiler and recorded in CUDA graphs like
+All are custom operators (``torch.library``), opaque to the compiler and recorded in CUDA graphs like
 any kernel; on the CPU they run the same arithmetic in PyTorch, so that the autograd plumbing around
 them is tested there. cuBLASLt is the library PyTorch itself loaded, called through ``ctypes``; the
-bias gradient has the GEMM's dtype.
+bias gradient has the GEMM's dtype. Each GEMM's plan (descriptors and the algorithms cuBLASLt's
+heuristic offers) is made once per shape; with ``tuned`` an operator runs the fastest of those
+algorithms, timed at the shape's first call (``models/gemm_tuning.py``), instead of the first.
 
-cuBLASLt also has ``DGELU_BGRAD`` (GELU's gradient and the bias gradient in the epilogue of the GEMM
-that carries the gradient back through the down-projection). On the H100 it ran as the GEMM and then
-a separate epilogue kernel of 0.68 ms per layer, slower than the Triton kernel of
-``models/fused_gelu.py`` (0.22 ms): it is not used.
+cuBLASLt also has ``DGELU_BGRAD`` (the bias gradient in ``DGELU``'s epilogue too). On the H100 every
+algorithm it offers ran the GEMM and then a separate epilogue kernel, 0.91 ms in all against 0.30 ms
+for ``DGELU`` (``ci/gelu_epilogue.py``): it is not used.
 """
 
 from __future__ import annotations
