@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import statistics
 from collections.abc import Callable
 
 import pandas as pd
 import torch
 
 from models.cublaslt_epilogues import EPILOGUE_DEFAULT, _gemm_with_epilogue, algorithm_count
+from models.gemm_tuning import call_times
 
 REPEATS = 10  # calls per timing
 TIMINGS = 7  # timings per GEMM, the median kept
@@ -25,18 +27,7 @@ TIMINGS = 7  # timings per GEMM, the median kept
 
 def milliseconds(run: Callable[[], object]) -> float:
     """Median time of one call of ``run``."""
-    for _ in range(3):
-        run()
-    times = []
-    for _ in range(TIMINGS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(REPEATS):
-            run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / REPEATS)
-    return float(sorted(times)[len(times) // 2])
+    return statistics.median(call_times(run, REPEATS, TIMINGS, warmups=3))
 
 
 def layers(width: int) -> dict[str, tuple[int, int]]:

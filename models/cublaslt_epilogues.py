@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -237,17 +237,11 @@ def linear_gelu_saving_input(
     def run(algorithm: int) -> torch.Tensor:
         return _gemm_with_epilogue(weight, x, (True, False), EPILOGUE_GELU_AUX_BIAS, bias, pre, algorithm)
 
+    if not tuned:
+        return run(0), pre
     key = ("gelu_aux_bias", x.device.index, x.dtype, tuple(x.shape), weight.shape[0])
-    offered = algorithm_count(weight, x, (True, False), EPILOGUE_GELU_AUX_BIAS) if tuned else 1
-    return run(_fastest_algorithm(key, offered, run)), pre
-
-
-def _fastest_algorithm(key: Hashable, offered: int, run: Callable[[int], torch.Tensor]) -> int:
-    """Of the ``offered`` algorithms ``run`` takes, the fastest for ``key`` (timed at its first call,
-    ``models/gemm_tuning.py``); 0, the heuristic's first choice, when one is offered."""
-    if offered == 1:
-        return 0
-    return cast(int, fastest(key, {index: functools.partial(run, index) for index in range(offered)}))
+    offered = range(algorithm_count(weight, x, (True, False), EPILOGUE_GELU_AUX_BIAS))
+    return run(fastest(key, offered, run)), pre
 
 
 @linear_gelu_saving_input.register_fake
@@ -281,16 +275,17 @@ def weight_and_bias_grad(
             weight_grad = _gemm_with_epilogue(inputs, grad, transpose, EPILOGUE_DEFAULT, algorithm=algorithm)
         return weight_grad, grad.sum(0, dtype=torch.float32).to(grad.dtype)
 
+    def run(way: tuple[str, int | None]) -> tuple[torch.Tensor, torch.Tensor]:
+        name, algorithm = way
+        return separate(algorithm) if name == "separate" or algorithm is None else fused(algorithm)
+
     if not tuned:
         return fused(0)
-    candidates: dict[Hashable, Callable[[], tuple[torch.Tensor, torch.Tensor]]] = {
-        ("separate", None): functools.partial(separate, None)
-    }
-    for epilogue, way in ((EPILOGUE_DEFAULT, separate), (EPILOGUE_BGRADB, fused)):
-        for index in range(algorithm_count(inputs, grad, transpose, epilogue)):
-            candidates[(way.__name__, index)] = functools.partial(way, index)
+    ways: list[tuple[str, int | None]] = [("separate", None)]
+    for name, epilogue in (("separate", EPILOGUE_DEFAULT), ("fused", EPILOGUE_BGRADB)):
+        ways += [(name, index) for index in range(algorithm_count(inputs, grad, transpose, epilogue))]
     key = ("weight_and_bias_grad", grad.device.index, grad.dtype, tuple(grad.shape), inputs.shape[1])
-    return candidates[fastest(key, candidates)]()
+    return run(fastest(key, ways, run))
 
 
 @weight_and_bias_grad.register_fake
@@ -310,9 +305,11 @@ def gelu_grad_through(grad: torch.Tensor, weight: torch.Tensor, pre: torch.Tenso
     def run(algorithm: int) -> torch.Tensor:
         return _gemm_with_epilogue(weight, grad, (False, False), EPILOGUE_DGELU, aux=pre, algorithm=algorithm)
 
+    if not tuned:
+        return run(0)
     key = ("dgelu", grad.device.index, grad.dtype, tuple(grad.shape), weight.shape[1])
-    offered = algorithm_count(weight, grad, (False, False), EPILOGUE_DGELU) if tuned else 1
-    return run(_fastest_algorithm(key, offered, run))
+    offered = range(algorithm_count(weight, grad, (False, False), EPILOGUE_DGELU))
+    return run(fastest(key, offered, run))
 
 
 @gelu_grad_through.register_fake

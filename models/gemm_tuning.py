@@ -9,45 +9,52 @@ the tuning time falls in the first iteration's figure, not in the timed samples.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+import functools
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar, cast
 
 import torch
 
 TIMED_CALLS = 5  # back-to-back calls per timing
 TIMINGS = 3  # timings per candidate, the fastest kept
 
-_choices: dict[Hashable, Hashable] = {}
+Name = TypeVar("Name", bound=Hashable)  # of one way to run a GEMM
+_choices: dict[Hashable, Any] = {}
 _timings: dict[Hashable, dict[Hashable, float]] = {}
 
 
-def _milliseconds(run: Callable[[], object]) -> float:
-    """One call's time: the fastest of ``TIMINGS`` timings of ``TIMED_CALLS`` calls in a row."""
-    run()
+def call_times(run: Callable[[], object], calls: int, timings: int, warmups: int = 1) -> list[float]:
+    """Milliseconds per call of ``run`` in each of ``timings`` CUDA-event timings of ``calls`` calls in a
+    row, after ``warmups`` calls."""
+    for _ in range(warmups):
+        run()
     times = []
-    for _ in range(TIMINGS):
+    for _ in range(timings):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(TIMED_CALLS):
+        for _ in range(calls):
             run()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / TIMED_CALLS)
-    return float(min(times))
+        times.append(start.elapsed_time(end) / calls)
+    return times
 
 
-def fastest(key: Hashable, candidates: Mapping[Hashable, Callable[[], object]]) -> Hashable:
-    """The name of the fastest of ``candidates`` (name -> a call running it) for the GEMM ``key``
-    describes, timed at the key's first call outside CUDA-graph capture; during capture of a key not
-    yet timed, the first candidate."""
+def fastest(key: Hashable, names: Sequence[Name], run: Callable[[Name], object]) -> Name:
+    """The fastest of the ways ``names`` (``run(name)`` runs one) to run the GEMM ``key`` describes:
+    each is timed at the key's first call outside CUDA-graph capture (the fastest of ``TIMINGS``
+    timings of ``TIMED_CALLS`` calls); during capture of a key not yet timed, the first name."""
     if key in _choices:
-        return _choices[key]
+        return cast(Name, _choices[key])
     if torch.cuda.is_current_stream_capturing():
-        return next(iter(candidates))
+        return names[0]
     torch.cuda.synchronize()
-    times = {name: _milliseconds(run) for name, run in candidates.items()}
-    _choices[key] = min(times, key=lambda name: times[name])
-    _timings[key] = times
-    return _choices[key]
+    times: dict[Hashable, float] = {}
+    for name in names:
+        times[name] = min(call_times(functools.partial(run, name), TIMED_CALLS, TIMINGS))
+    choice = min(names, key=lambda name: times[name])
+    _choices[key], _timings[key] = choice, times
+    return choice
 
 
 def timings() -> dict[Hashable, dict[Hashable, float]]:

@@ -11,7 +11,6 @@ in CUDA graphs like any kernel; on the CPU it is PyTorch's product.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
 from typing import Any
 
 import torch
@@ -49,14 +48,15 @@ def tuned_mm(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None)
     aligned = bias_used is None or bias_used.data_ptr() % 256 == 0  # as cuBLASLt's epilogue needs
     key = ("mm", a.device.index, a.dtype, tuple(a.shape), b.shape[1], transpose, epilogue, aligned)
 
-    def cublaslt(algorithm: int) -> Callable[[], torch.Tensor]:
-        return lambda: _gemm_with_epilogue(p, q, transpose, epilogue, bias_used, algorithm=algorithm)
+    def run(way: str | int) -> torch.Tensor:
+        if way == "torch":
+            return _torch_product(a, b, bias)
+        return _gemm_with_epilogue(p, q, transpose, epilogue, bias_used, algorithm=int(way))
 
-    candidates: dict[Hashable, Callable[[], torch.Tensor]] = {"torch": lambda: _torch_product(a, b, bias)}
+    ways: list[str | int] = ["torch"]
     if aligned:
-        candidates.update({index: cublaslt(index) for index in range(algorithm_count(p, q, transpose, epilogue))})
-    choice = fastest(key, candidates)
-    return candidates[choice]()
+        ways += range(algorithm_count(p, q, transpose, epilogue))
+    return run(fastest(key, ways, run))
 
 
 @tuned_mm.register_fake

@@ -55,17 +55,17 @@ def test_tuned_gemms_and_the_bias_gradient_epilogue_are_refused_together() -> No
 def test_the_fastest_candidate_is_chosen_and_kept() -> None:
     """Of a short and a long GPU wait the short one wins, and later calls get it without timing."""
     key = ("test", "sleeps")
+    cycles = {"long": 2_000_000, "short": 200_000}
     calls = {"short": 0, "long": 0}
 
-    def sleep(name: str, cycles: int) -> None:
+    def sleep(name: str) -> None:
         calls[name] += 1
-        torch.cuda._sleep(cycles)
+        torch.cuda._sleep(cycles[name])
 
-    candidates = {"long": lambda: sleep("long", 2_000_000), "short": lambda: sleep("short", 200_000)}
-    assert fastest(key, candidates) == "short"
+    assert fastest(key, ["long", "short"], sleep) == "short"
     assert timings()[key]["short"] < timings()[key]["long"]
     counted = dict(calls)
-    assert fastest(key, candidates) == "short"
+    assert fastest(key, ["long", "short"], sleep) == "short"
     assert calls == counted
 
 
