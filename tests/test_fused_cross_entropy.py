@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 pytest.importorskip("triton", reason="Triton is not installed: pip install triton")
-from models.fused_cross_entropy import fused_cross_entropy, linear_cross_entropy
+from kernels.fused_cross_entropy import fused_cross_entropy, linear_cross_entropy
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -77,8 +77,8 @@ def test_linear_cross_entropy_under_autocast_and_without_gradients() -> None:
 def test_gpt2_loss_through_the_fused_output_layer_matches_the_plain_one() -> None:
     """The tiny GPT-2 (its output layer tied to the token embedding): same loss and same gradients,
     the embedding's included, whether the output layer and the loss are one function or not."""
-    from models.gpt2 import CONFIGS, GPT, linear_next_token_loss, next_token_loss
-    from models.transformer import TrunkConfig
+    from workloads.gpt2 import CONFIGS, GPT, linear_next_token_loss, next_token_loss
+    from workloads.transformer import TrunkConfig
 
     config = CONFIGS["tiny"]
     trunk = TrunkConfig(config.layers, config.heads, config.width, config.context, causal=True, attention="sdpa")

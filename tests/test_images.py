@@ -8,8 +8,8 @@ import torch
 from PIL import Image
 from trainperf.workload import FULL, TINY
 
-from models import images
-from models.resnet import CONFIGS, ResNet
+from workloads import images
+from workloads.resnet import CONFIGS, ResNet
 
 
 def test_corpus_is_jpegs_with_balanced_labels_and_a_held_out_fifth() -> None:

@@ -8,8 +8,8 @@ import pytest
 import torch
 from trainperf.workload import merge_options
 
-from models import bert, gpt2, text
-from models.transformer import TrunkConfig, costed_parameters, padded
+from workloads import bert, gpt2, text
+from workloads.transformer import TrunkConfig, costed_parameters, padded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def test_accuracy_gate_catches_fp16_weights_without_loss_scaling(
         test_broken="""
 import pytest
 from trainperf import REFERENCE, Optimization
-from models.gpt2 import GPT2
+from workloads.gpt2 import GPT2
 
 CASES = [
     Optimization(REFERENCE),
@@ -85,7 +85,7 @@ def test_gpt2(trainperf, optimization):
 
 
 def test_separate_qkv_projections_compute_what_the_packed_one_does() -> None:
-    from models.transformer import SelfAttention
+    from workloads.transformer import SelfAttention
 
     packed_config = TrunkConfig(2, 2, 16, 8, causal=True, attention="sdpa")
     separate_config = TrunkConfig(2, 2, 16, 8, causal=True, attention="sdpa", separate_qkv=True)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models.gemm_tuning import fastest, timings
-from models.transformer import TrunkConfig
-from models.tuned_gemm import TunedLinear, tuned_mm
+from kernels.gemm_tuning import fastest, timings
+from kernels.tuned_gemm import TunedLinear, tuned_mm
 from tests.test_cublaslt_epilogues import CUDA, DEVICES, assert_all_close, outputs_and_gradients
+from workloads.transformer import TrunkConfig
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -46,9 +46,11 @@ def test_a_transposed_left_operand_and_a_tied_weight_get_their_gradients(device:
     assert_all_close(gradients[1], gradients[0], autocast=device == "cuda")
 
 
-def test_tuned_gemms_and_the_bias_gradient_epilogue_are_refused_together() -> None:
-    with pytest.raises(ValueError, match="tuned_gemms and cublaslt_bias_grad"):
-        TrunkConfig(2, 2, 64, 64, causal=True, tuned_gemms=True, cublaslt_bias_grad=True)
+def test_an_unknown_kernel_choice_is_refused_naming_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"linear must be one of .*'tuned'"):
+        TrunkConfig(2, 2, 64, 64, causal=True, linear="tuned+cublaslt_bias_grad")
+    with pytest.raises(ValueError, match=r"mlp must be one of .*'cublaslt_epilogues'"):
+        TrunkConfig(2, 2, 64, 64, causal=True, mlp="epilogue")
 
 
 @CUDA
@@ -92,10 +94,10 @@ def test_tiny_gpt2_with_tuned_gemms_computes_what_the_plain_one_does(compiled: b
     implementation and its autograd formula)."""
     from trainperf.workload import TINY
 
-    from models.gpt2 import CONFIGS, GPT, next_token_loss
+    from workloads.gpt2 import CONFIGS, GPT, next_token_loss
 
     config = CONFIGS[TINY]
-    trunks = [TrunkConfig(2, 2, 64, 64, causal=True, attention="sdpa", tuned_gemms=tuned) for tuned in (False, True)]
+    trunks = [TrunkConfig(2, 2, 64, 64, causal=True, attention="sdpa", linear=linear) for linear in ("torch", "tuned")]
     torch.manual_seed(0)
     plain, tuned = (GPT(config, trunk, config.vocab_size) for trunk in trunks)
     tuned.load_state_dict(plain.state_dict())

@@ -19,11 +19,11 @@ import torch
 import triton
 import triton.language as tl
 
-from models.cublaslt_epilogues import linear_gelu_saving_input
-from models.transformer import linear_dtype
-from models.tuned_gemm import tuned_mm
+from kernels.autocast import linear_dtype
+from kernels.cublaslt_epilogues import linear_gelu_saving_input
+from kernels.tuned_gemm import tuned_mm
 
-TILE = (64, 128, 8)  # rows, columns, warps per tile: ci/gelu_tiles.py on the H100
+TILE = (64, 128, 8)  # rows, columns, warps per tile: experiments/gelu_tiles.py on the H100
 
 
 @triton.jit  # type: ignore[untyped-decorator, unused-ignore]  # typed only where Triton is installed
@@ -112,7 +112,7 @@ def linear_gelu(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, epilogue: bool = False, tuned: bool = False
 ) -> torch.Tensor:
     """``gelu(linear(x, weight, bias), approximate="tanh")``, under autocast as a linear layer is; with
-    ``epilogue`` its forward GEMM applies GELU in cuBLASLt's epilogue (``models/cublaslt_epilogues.py``);
-    with ``tuned`` its GEMMs run the fastest cuBLAS algorithm for their shape (``models/tuned_gemm.py``)."""
+    ``epilogue`` its forward GEMM applies GELU in cuBLASLt's epilogue (``kernels/cublaslt_epilogues.py``);
+    with ``tuned`` its GEMMs run the fastest cuBLAS algorithm for their shape (``kernels/tuned_gemm.py``)."""
     apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool, bool], torch.Tensor], _LinearGelu.apply)
     return apply(x, weight, bias, epilogue, tuned)

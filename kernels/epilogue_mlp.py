@@ -1,16 +1,17 @@
 """GPT-2's MLP (up-projection, tanh GELU, down-projection) as one autograd function whose GEMMs apply
-GELU and its gradient in cuBLASLt's epilogues (``models/cublaslt_epilogues.py``).
+GELU and its gradient in cuBLASLt's epilogues (``kernels/cublaslt_epilogues.py``).
 
 Forward: the up-projection's GEMM writes GELU's output and keeps the pre-activation (``GELU_AUX_BIAS``).
 Backward: the GEMM that carries the gradient back through the down-projection multiplies it by GELU's
 derivative at the saved pre-activation (``DGELU``), so the gradient at GELU's output never goes to
 memory; the up-projection's bias gradient is then a sum over the tokens, compiled with its neighbours.
-With ``tuned`` every GEMM runs the fastest algorithm for its shape (``models/tuned_gemm.py``), and the
+With ``tuned`` every GEMM runs the fastest algorithm for its shape (``kernels/tuned_gemm.py``), and the
 up-projection's bias gradient is summed in its weight-gradient GEMM's epilogue (``BGRADB``) where
 that is faster than a GEMM and a sum.
 
-Measured on the H100 (``ci/gelu_epilogue.py``) against the fused GELU backward of
-``models/fused_gelu.py``, which runs the GEMM and then a Triton kernel reading its result again.
+It is compared with the fused GELU backward of ``kernels/fused_gelu.py`` (the GEMM, then a Triton
+kernel reading its result again) by ``experiments/gelu_epilogue.py``; figures in
+docs/evidence/h100-transformer-ladder.md.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any, cast
 
 import torch
 
-from models.cublaslt_epilogues import gelu_grad_through, linear_gelu_saving_input, weight_and_bias_grad
-from models.transformer import linear_dtype
-from models.tuned_gemm import tuned_mm
+from kernels.autocast import linear_dtype
+from kernels.cublaslt_epilogues import gelu_grad_through, linear_gelu_saving_input, weight_and_bias_grad
+from kernels.tuned_gemm import tuned_mm
 
 
 class _EpilogueMLP(torch.autograd.Function):

@@ -22,6 +22,17 @@ from trainperf.workload import Batch, Training
 
 ATTENTION = ("naive", "sdpa", "flash", "cudnn")
 FORCED_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
+MLPS = {
+    "torch": "up-projection, GELU and down-projection as PyTorch computes them",
+    "triton_gelu_backward": "GELU's and the bias's gradients in one Triton kernel (kernels/fused_gelu.py)",
+    "cublaslt_gelu": "the same, GELU applied in the up-projection GEMM's cuBLASLt epilogue",
+    "cublaslt_epilogues": "GELU and GELU's gradient in the GEMMs' cuBLASLt epilogues (kernels/epilogue_mlp.py)",
+}
+LINEARS = {
+    "torch": "nn.Linear",
+    "cublaslt_bias_grad": "bias gradients summed in the weight-gradient GEMMs' cuBLASLt epilogue",
+    "tuned": "each GEMM runs the fastest algorithm PyTorch and cuBLASLt offer (kernels/tuned_gemm.py)",
+}
 
 
 @dataclass(frozen=True)
@@ -36,29 +47,23 @@ class TrunkConfig:
     # three projections for queries, keys and values instead of one packed: each lands in its own dense
     # tensor, so the attention's gradients need no concatenation back into the packed layout
     separate_qkv: bool = False
-    # the up-projection and GELU as one autograd function whose backward computes GELU's gradient and
-    # the bias gradient in one Triton kernel (models/fused_gelu.py)
-    triton_gelu_backward: bool = False
-    # the same (implied), with GELU applied in the up-projection GEMM's cuBLASLt epilogue
-    # (models/cublaslt_epilogues.py)
-    cublaslt_gelu: bool = False
-    # the MLP as one autograd function with GELU in the up-projection's GEMM epilogue and GELU's gradient
-    # in the epilogue of the GEMM through the down-projection (models/epilogue_mlp.py)
-    cublaslt_gelu_backward: bool = False
-    # the attention's projections and the MLP's down-projection sum their bias gradients in their
-    # weight-gradient GEMMs' cuBLASLt epilogue (models/cublaslt_epilogues.py)
-    cublaslt_bias_grad: bool = False
-    # every linear layer's GEMMs run the fastest of the algorithms PyTorch and cuBLASLt offer for their
-    # shape, timed at its first call (models/tuned_gemm.py)
-    tuned_gemms: bool = False
+    mlp: str = "torch"  # one of MLPS: how the MLP's up-projection, GELU and their gradients run
+    linear: str = "torch"  # one of LINEARS: which GEMMs the linear layers run
+
+    @property
+    def tuned(self) -> bool:
+        """Every GEMM of the linear layers (and of the kernels that take their weights) tuned."""
+        return self.linear == "tuned"
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:
             raise ValueError(f"attention must be one of {ATTENTION}, got {self.attention!r}")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not a multiple of heads {self.heads}")
-        if self.tuned_gemms and self.cublaslt_bias_grad:
-            raise ValueError("tuned_gemms and cublaslt_bias_grad each replace the linear layers: choose one")
+        if self.mlp not in MLPS:
+            raise ValueError(f"mlp must be one of {tuple(MLPS)}, got {self.mlp!r}")
+        if self.linear not in LINEARS:
+            raise ValueError(f"linear must be one of {tuple(LINEARS)}, got {self.linear!r}")
 
 
 class SelfAttention(nn.Module):
@@ -104,14 +109,16 @@ class MLP(nn.Module):
         self.down = linear_layer(config)(4 * config.width, config.width)
         self.linear_gelu: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
         self.epilogue_mlp: Callable[..., torch.Tensor] | None = None
-        if config.cublaslt_gelu_backward:
-            from models.epilogue_mlp import epilogue_mlp  # cuBLASLt is needed only by the cases that ask for it
+        # the kernels are imported only by the cases that ask for them (Triton, cuBLASLt)
+        if config.mlp == "cublaslt_epilogues":
+            from kernels.epilogue_mlp import epilogue_mlp
 
-            self.epilogue_mlp = functools.partial(epilogue_mlp, tuned=config.tuned_gemms)
-        elif config.triton_gelu_backward or config.cublaslt_gelu:
-            from models.fused_gelu import linear_gelu  # Triton is needed only by the cases that ask for it
+            self.epilogue_mlp = functools.partial(epilogue_mlp, tuned=config.tuned)
+        elif config.mlp in ("triton_gelu_backward", "cublaslt_gelu"):
+            from kernels.fused_gelu import linear_gelu
 
-            self.linear_gelu = functools.partial(linear_gelu, epilogue=config.cublaslt_gelu, tuned=config.tuned_gemms)
+            epilogue = config.mlp == "cublaslt_gelu"
+            self.linear_gelu = functools.partial(linear_gelu, epilogue=epilogue, tuned=config.tuned)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.epilogue_mlp is not None:
@@ -122,15 +129,13 @@ class MLP(nn.Module):
 
 
 def linear_layer(config: TrunkConfig) -> type[nn.Linear]:
-    """``nn.Linear``, or one of its subclasses (same parameters): with ``cublaslt_bias_grad`` the one
-    whose bias gradient is summed in the weight-gradient GEMM, with ``tuned_gemms`` the one whose GEMMs
-    run the fastest algorithm for their shape."""
-    if config.tuned_gemms:
-        from models.tuned_gemm import TunedLinear  # cuBLASLt is needed only by the cases that ask for it
+    """``nn.Linear``, or the subclass (same parameters) that ``config.linear`` names."""
+    if config.linear == "tuned":
+        from kernels.tuned_gemm import TunedLinear
 
         return TunedLinear
-    if config.cublaslt_bias_grad:
-        from models.cublaslt_epilogues import EpilogueLinear
+    if config.linear == "cublaslt_bias_grad":
+        from kernels.cublaslt_epilogues import EpilogueLinear
 
         return EpilogueLinear
     return nn.Linear
@@ -163,12 +168,6 @@ class Trunk(nn.Module):
             recompute = self.config.checkpointing and self.training
             x = checkpoint(block, x, use_reentrant=False) if recompute else block(x)
         return self.norm(x)  # type: ignore[no-any-return]
-
-
-def linear_dtype(x: torch.Tensor) -> torch.dtype:
-    """The dtype autocast gives a linear layer reading ``x`` here (``x``'s own without autocast)."""
-    device = x.device.type
-    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
 
 
 def init_weights(model: nn.Module, layers: int) -> None:

@@ -1,5 +1,5 @@
 """GPT-2 124M (12 layers, 12 heads, 768 wide, context 1024, vocabulary 50257) trained on the standard
-library's source (see ``models/text.py``), with a tiny configuration for the CPU path.
+library's source (see ``workloads/text.py``), with a tiny configuration for the CPU path.
 
 Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, cudnn), ``optimizer``
 (for_loop, foreach, fused), ``vocab_multiple`` (pad the vocabulary to a multiple, 64: 50257 -> 50304),
@@ -8,16 +8,11 @@ Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, 
 optimizer's bytes; "float16" without loss scaling is a known way to break it), ``residual_dtype`` (the
 residual stream's dtype, by default the weights': "bfloat16" halves the bytes its norms and adds move
 while the weights and optimizer stay float32), ``cross_entropy`` ("torch"; "triton": the kernels of
-``models/fused_cross_entropy.py``; "triton_linear": the output layer and the loss as one function of that
+``kernels/fused_cross_entropy.py``; "triton_linear": the output layer and the loss as one function of that
 module, the logits' gradient computed in the forward pass), ``separate_qkv`` (three attention input
-projections instead of one packed), ``triton_gelu_backward`` (the up-projection's GELU and bias
-gradients in one Triton kernel, ``models/fused_gelu.py``), ``cublaslt_gelu`` (the same, GELU
-itself applied in the up-projection GEMM's cuBLASLt epilogue), ``cublaslt_bias_grad`` (the other linear
-layers' bias gradients summed in their weight-gradient GEMMs' epilogue; both
-``models/cublaslt_epilogues.py``), ``cublaslt_gelu_backward`` (the MLP as one function whose GEMMs also
-apply GELU's gradient in their epilogue, ``models/epilogue_mlp.py``) and ``tuned_gemms`` (every GEMM of
-the linear layers and the output layer runs the fastest of the algorithms PyTorch and cuBLASLt offer for
-its shape, timed at its first call: ``models/tuned_gemm.py``).
+projections instead of one packed), ``mlp`` (how the MLP and its gradients run, one of
+``transformer.MLPS``) and ``linear`` (which GEMMs the linear layers and the output layer run, one of
+``transformer.LINEARS``; "tuned": the fastest algorithm for each shape, timed at its first call).
 """
 
 from __future__ import annotations
@@ -31,9 +26,9 @@ from torch.utils.data import Dataset
 from trainperf.case import Optimization
 from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
-from models import text
-from models.sampling import endless_loader
-from models.transformer import (
+from workloads import text
+from workloads.sampling import endless_loader
+from workloads.transformer import (
     Trunk,
     TrunkConfig,
     init_weights,
@@ -50,13 +45,10 @@ OPTIONS = {
     "checkpointing": False,
     "param_dtype": "float32",
     "residual_dtype": None,
-    "separate_qkv": False,  # three attention input projections instead of one (models/transformer.py)
-    "triton_gelu_backward": False,  # GELU's and the bias's gradients in one kernel (models/fused_gelu.py)
-    "cublaslt_gelu": False,  # GELU in the up-projection's cuBLASLt epilogue (models/cublaslt_epilogues.py)
-    "cublaslt_bias_grad": False,  # bias gradients in the weight-gradient GEMMs' cuBLASLt epilogue (the same)
-    "cublaslt_gelu_backward": False,  # GELU's gradient in a GEMM's cuBLASLt epilogue too (models/epilogue_mlp.py)
-    "tuned_gemms": False,  # each GEMM's fastest cuBLAS algorithm, timed at its first call (models/tuned_gemm.py)
-    "cross_entropy": "torch",  # "triton" or "triton_linear": models/fused_cross_entropy.py
+    "separate_qkv": False,  # three attention input projections instead of one (workloads/transformer.py)
+    "mlp": "torch",  # one of transformer.MLPS
+    "linear": "torch",  # one of transformer.LINEARS
+    "cross_entropy": "torch",  # "triton" or "triton_linear": kernels/fused_cross_entropy.py
 }
 
 
@@ -115,7 +107,7 @@ def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
 def fused_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     """``next_token_loss`` through the Triton cross-entropy kernel (imported here: Triton is needed only
     by the cases that ask for it)."""
-    from models.fused_cross_entropy import fused_cross_entropy
+    from kernels.fused_cross_entropy import fused_cross_entropy
 
     inputs, targets = batch
     return fused_cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
@@ -123,13 +115,13 @@ def fused_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
 
 def linear_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     """``next_token_loss`` with the output layer and the loss as one function whose kernel computes the
-    logits' gradient in the forward pass (``models/fused_cross_entropy.py``)."""
-    from models.fused_cross_entropy import linear_cross_entropy
+    logits' gradient in the forward pass (``kernels/fused_cross_entropy.py``)."""
+    from kernels.fused_cross_entropy import linear_cross_entropy
 
     assert isinstance(model, GPT), "the output layer and the loss are fused for GPT's own module"
     inputs, targets = batch
     hidden = model.hidden_states(inputs).flatten(0, 1)
-    return linear_cross_entropy(hidden, model.head.weight, targets.flatten(), model.trunk.config.tuned_gemms)
+    return linear_cross_entropy(hidden, model.head.weight, targets.flatten(), model.trunk.config.tuned)
 
 
 class NextTokens(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -168,11 +160,8 @@ class GPT2:
             attention=options["attention"],
             checkpointing=options["checkpointing"],
             separate_qkv=options["separate_qkv"],
-            triton_gelu_backward=options["triton_gelu_backward"],
-            cublaslt_gelu=options["cublaslt_gelu"],
-            cublaslt_bias_grad=options["cublaslt_bias_grad"],
-            cublaslt_gelu_backward=options["cublaslt_gelu_backward"],
-            tuned_gemms=options["tuned_gemms"],
+            mlp=options["mlp"],
+            linear=options["linear"],
         )
         model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))

@@ -1,5 +1,5 @@
 """A ResNet-50-style image classifier (bottleneck blocks, batch norm) on the JPEG corpus of
-``models/images.py``: the vision workload whose data path (decode and augment on the CPU) matters.
+``workloads/images.py``: the vision workload whose data path (decode and augment on the CPU) matters.
 
 Options: ``batch_scale`` (batch size multiple) and ``uint8_transfer`` (the loader hands uint8 images to
 the GPU, which converts and normalizes them: a quarter of the bytes to copy and no float work on the CPU).
@@ -15,8 +15,8 @@ from torch import nn
 from trainperf.case import Optimization
 from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
-from models import images
-from models.sampling import endless_loader
+from workloads import images
+from workloads.sampling import endless_loader
 
 OPTIONS = {"batch_scale": 1, "uint8_transfer": False}
 
@@ -94,10 +94,10 @@ class ResNet(nn.Module):
 class Vision:
     """Image classification: accuracy on the held-out JPEGs (12 classes, 1/12 by chance).
 
-    25 steps from scratch leave batch norm's running statistics and the weights far from settled: in two
-    H100 runs, cases whose only difference is cuDNN's nondeterministic backward kernels reached 0.44 to
-    0.67. The tolerance of 0.25 passes that spread and still fails a case that learns next to nothing;
-    every case must also at least double the untrained model's accuracy.
+    25 steps from scratch leave batch norm's running statistics and the weights far from settled: cases
+    that differ only in cuDNN's nondeterministic backward kernels spread widely (docs/evidence/
+    h100-resnet-ladder.md). The tolerance of 0.25 passes that spread and still fails a case that learns
+    next to nothing; every case must also at least double the untrained model's accuracy.
     """
 
     name = "resnet"

@@ -21,7 +21,7 @@ from torch.utils.data import Dataset
 from trainperf.case import Optimization
 from trainperf.workload import FULL, TINY, Batch, Metric, Training
 
-from models.sampling import endless_loader
+from workloads.sampling import endless_loader
 
 HELD_OUT_EVERY = 5  # every 5th scan (by index) is held out: 360 of 1797
 IDENTITY = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])

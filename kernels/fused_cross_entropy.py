@@ -9,16 +9,16 @@ bf16, each a tensor of tokens x vocabulary.
 exponentials) and keeps only the row's log-sum-exp; the backward kernel reads the row again and writes
 its gradient ``(softmax - onehot) * grad_output / rows`` in the logits' dtype, taking ``grad_output``
 from the device (no host sync). The logits move 3 times (read, read, write): eager autocast moves them
-more often; Inductor's compiled cross-entropy as often, but its forward reduction read them at half the
-bandwidth on the H100 (2.2 against 1.1 ms for GPT-2's 3.3 GB of bf16 logits).
+more often; Inductor's compiled cross-entropy as often, but its forward reduction reads them at a lower
+bandwidth (figures in docs/evidence/h100-transformer-ladder.md).
 
 ``linear_cross_entropy``: the output layer's GEMM and the loss as one autograd function. One kernel
 reads each row of logits twice, the second time hoping to find it in L2 (few programs run at once, each
 a row at a time), and writes the loss and the mean loss's gradient ``(softmax - onehot) / rows``; the
 logits are freed after the forward pass. The backward pass multiplies the output layer's two gradient
-GEMMs' results by ``grad_output`` (tokens x width and vocabulary x width, not tokens x vocabulary). On
-the H100 the second read mostly misses L2 (enough programs to fill HBM's bandwidth hold too many rows):
-2.95 against 3.38 ms for the two kernels (``ci/cross_entropy_launch.py``).
+GEMMs' results by ``grad_output`` (tokens x width and vocabulary x width, not tokens x vocabulary). The
+second read mostly misses L2, since enough programs to fill HBM's bandwidth hold too many rows
+(``experiments/cross_entropy_launch.py``; figures in docs/evidence/h100-transformer-ladder.md).
 
 Every target must be a valid class (no ``ignore_index``). On a machine without a GPU, set
 ``TRITON_INTERPRET=1`` before this module is imported and the kernels run in Triton's interpreter
@@ -34,13 +34,13 @@ import torch
 import triton
 import triton.language as tl
 
-from models.transformer import linear_dtype
-from models.tuned_gemm import tuned_mm
+from kernels.autocast import linear_dtype
+from kernels.tuned_gemm import tuned_mm
 
 BLOCK = 4096  # columns per load: 13 loads cover GPT-2's 50,304 padded classes
 WARPS = 8
-# linear_cross_entropy's kernel: programs per multiprocessor, warps, columns per load
-# (ci/cross_entropy_launch.py on the H100)
+# linear_cross_entropy's kernel: programs per multiprocessor, warps, columns per load, the fastest that
+# experiments/cross_entropy_launch.py timed
 LAUNCH = (3, 16, 8192)
 
 
@@ -231,7 +231,7 @@ def linear_cross_entropy(
     autocast as a linear layer is) against ``targets`` (rows, each a valid class), in float32. Where a
     gradient is wanted the logits' gradient is computed in the forward pass and kept instead of them;
     without one, this is ``fused_cross_entropy`` of the logits. With ``tuned`` the output layer's GEMMs
-    run the fastest cuBLAS algorithm for their shape (``models/tuned_gemm.py``)."""
+    run the fastest cuBLAS algorithm for their shape (``kernels/tuned_gemm.py``)."""
     if not (torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)):
         return fused_cross_entropy(torch.nn.functional.linear(hidden, weight), targets)
     apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor], _LinearCrossEntropy.apply)

@@ -1,10 +1,10 @@
 """Matrix products whose cuBLAS algorithm is chosen by timing, and the linear layer built on them.
 
-PyTorch's GEMMs run the algorithm cuBLAS's heuristic picks first. For GPT-2's shapes on the H100 that
-is often not the fastest one it offers: ``ci/gemm_algorithms.py`` timed the down-projection's input
-gradient at 0.285 ms with PyTorch and 0.209 ms with another of cuBLASLt's algorithms. ``tuned_mm``
+PyTorch's GEMMs run the algorithm cuBLAS's heuristic picks first, which for GPT-2's shapes is often not
+the fastest one it offers (``experiments/gemm_algorithms.py``; figures in
+docs/evidence/h100-transformer-ladder.md). ``tuned_mm``
 times PyTorch's own call and each algorithm cuBLASLt's heuristic offers at a shape's first call
-(``models/gemm_tuning.py``) and runs the fastest from then on; its backward pass is made of
+(``kernels/gemm_tuning.py``) and runs the fastest from then on; its backward pass is made of
 ``tuned_mm`` calls too. It is a custom operator (``torch.library``): opaque to the compiler, recorded
 in CUDA graphs like any kernel; on the CPU it is PyTorch's product.
 """
@@ -16,9 +16,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from models.cublaslt_epilogues import EPILOGUE_BIAS, EPILOGUE_DEFAULT, _gemm_with_epilogue, algorithm_count
-from models.gemm_tuning import fastest
-from models.transformer import linear_dtype
+from kernels.autocast import linear_dtype
+from kernels.cublaslt import EPILOGUE_BIAS, EPILOGUE_DEFAULT, algorithm_count, gemm_with_epilogue
+from kernels.gemm_tuning import fastest
 
 
 def _column_major(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
@@ -51,7 +51,7 @@ def tuned_mm(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None)
     def run(way: str | int) -> torch.Tensor:
         if way == "torch":
             return _torch_product(a, b, bias)
-        return _gemm_with_epilogue(p, q, transpose, epilogue, bias_used, algorithm=int(way))
+        return gemm_with_epilogue(p, q, transpose, epilogue, bias_used, algorithm=int(way))
 
     ways: list[str | int] = ["torch"]
     if aligned:

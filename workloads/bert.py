@@ -1,5 +1,5 @@
 """A BERT-base-like encoder (12 layers, 12 heads, 768 wide, sequences of 512, vocabulary 30522) trained
-with the masked-language-model loss on the standard library's source (see ``models/text.py``).
+with the masked-language-model loss on the standard library's source (see ``workloads/text.py``).
 
 Masking follows BERT: 15% of positions are predicted; of those 80% become MASK, 10% a random token and
 10% stay. Window k's masks come from a generator seeded by k, so every case sees the same data.
@@ -17,9 +17,9 @@ from torch.utils.data import Dataset
 from trainperf.case import Optimization
 from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
-from models import text
-from models.sampling import endless_loader
-from models.transformer import (
+from workloads import text
+from workloads.sampling import endless_loader
+from workloads.transformer import (
     Trunk,
     TrunkConfig,
     init_weights,
