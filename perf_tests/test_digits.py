@@ -1,35 +1,14 @@
-"""The digits CNN ladder: each step keeps the previous ones and adds one optimization.
-
-Speedups are declared for CUDA only: the tiny CPU configuration proves the cases run and learn.
-"""
+"""The digits ladder (workloads/ladders/digits.py) as test cases."""
 
 from __future__ import annotations
 
 import pytest
-from trainperf import REFERENCE, Optimization
+from trainperf import Ladder, Optimization
 from trainperf.fixture import TrainPerf
-from trainperf.workers import usable_cores
 
-from models.digits import Digits
-
-WORKERS = max(1, min(12, usable_cores() - 2))  # leave the main process and the GPU feeder a core
-
-# The reference decodes and augments every batch in the main process: it is bound by the host CPU,
-# whose speed moved its median by up to +33% between runs on the H100 host, so its own time gate is wider.
-# Its speedups over that reference move with the host too: 1.97-3.65x for the loader cases in 10 A/A runs
-# of one lease, so their minimum sits 10% below the lowest seen.
-reference = Optimization(REFERENCE, max_slowdown=0.5)
-dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 1.8})
-pinned_nonblocking = dataloader_workers.but(
-    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 1.8}
-)
-amp_bf16 = pinned_nonblocking.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 4.0})
-# Its iterations alternate between about 5 and 10 ms (launch-bound): medians moved by 21% between A/A runs.
-channels_last = amp_bf16.but("channels_last", channels_last=True, min_speedup={"cuda": 6.0}, max_slowdown=0.4)
-
-LADDER = [reference, dataloader_workers, pinned_nonblocking, amp_bf16, channels_last]
+from workloads.ladders.digits import LADDER
 
 
-@pytest.mark.parametrize("optimization", LADDER, ids=lambda o: o.name)
+@pytest.mark.parametrize("optimization", LADDER.cases, ids=Ladder.ids)
 def test_digits(trainperf: TrainPerf, optimization: Optimization) -> None:
-    trainperf.run(Digits(), optimization)
+    trainperf.run(LADDER.workload, optimization, reference=LADDER.reference)

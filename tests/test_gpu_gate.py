@@ -15,8 +15,8 @@ CASE = "digits/amp_bf16"  # the steadiest case of the ladder on the H100 (IQR ab
 
 SLOWED_SUITE = """
 import torch
-from models.digits import Digits
-from perf_tests.test_digits import amp_bf16
+from workloads.digits import Digits
+from workloads.ladders.digits import amp_bf16
 
 CYCLES = {cycles}
 
@@ -61,8 +61,8 @@ def test_case_made_slower_fails_the_gate(pytester: pytest.Pytester, monkeypatch:
 
 OUT_OF_MEMORY_SUITE = """
 import torch
-from models.digits import Digits
-from perf_tests.test_digits import amp_bf16, reference
+from workloads.digits import Digits
+from workloads.ladders.digits import amp_bf16, reference
 
 
 class HungryDigits(Digits):

@@ -14,9 +14,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Optimization": "trainperf.case",
     "REFERENCE": "trainperf.case",
+    "Ladder": "trainperf.case",
     "FULL": "trainperf.workload",
     "TINY": "trainperf.workload",
-    "Metric": "trainperf.workload",
+    "Metric": "trainperf.case",
     "Training": "trainperf.workload",
     "Workload": "trainperf.workload",
 }
