@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from trainperf.profile import kernels, ncu, nsys, tools
+from trainperf.profile import launches, ncu, nsys, tools
 from trainperf.profile.backend import Job, Profile, ProfileError, child_argv, from_capture, run_logged
 from trainperf.profile.ncu_raw import read_ncu_raw
 from trainperf.profile.profiler import case_folder, choose_backend
@@ -88,7 +88,7 @@ def test_nsys_captures_only_the_marked_iteration_and_graph_kernels(tmp_path: Pat
 
 
 def torch_profile(trace: str) -> Profile:
-    capture = kernels.read_torch_trace(DATA / trace)
+    capture = launches.read_torch_trace(DATA / trace)
     return from_capture(capture, "torch.profiler", Job(NODE, DATA, DATA, 1.0), [])
 
 
@@ -124,7 +124,7 @@ def test_launches_of_another_shape_or_an_ambiguous_one_get_no_point() -> None:
     assert ncu.label_launches(reshaped, found.configs).empty
     twin = found.configs.assign(name=found.configs["name"] + " twin")
     assert ncu.label_launches(raw, pd.concat([found.configs, twin])).empty
-    with pytest.raises(kernels.ProfileFormatError, match="without \\['Grid Size'\\]"):
+    with pytest.raises(launches.ProfileFormatError, match="without \\['Grid Size'\\]"):
         ncu.label_launches(raw.drop(columns="Grid Size"), found.configs)
 
 

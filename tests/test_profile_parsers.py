@@ -9,27 +9,27 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trainperf.profile import kernels
-from trainperf.profile.kernels import ProfileFormatError
+from trainperf.profile import launches
+from trainperf.profile.launches import ProfileFormatError
 from trainperf.profile.ncu_raw import read_ncu_raw, unit_scale
 from trainperf.profile.roofline import roofline
 
 DATA = Path(__file__).parent / "data"
 
 
-def top5(capture: kernels.Capture):
-    return kernels.top_kernels(kernels.kernel_table(kernels.iteration_launches(capture)))
+def top5(capture: launches.Capture):
+    return launches.top_kernels(launches.kernel_table(launches.iteration_launches(capture)))
 
 
 def test_nsys_export_gives_the_top5_of_the_marked_iteration_with_phases() -> None:
-    capture = kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
-    launches = kernels.iteration_launches(capture)
-    assert len(launches) == 119
-    assert set(launches["phase"]) == {"forward", "backward", "optimizer"}
-    table = kernels.kernel_table(launches)
+    capture = launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    marked = launches.iteration_launches(capture)
+    assert len(marked) == 119
+    assert set(marked["phase"]) == {"forward", "backward", "optimizer"}
+    table = launches.kernel_table(marked)
     assert table["share"].sum() == pytest.approx(1.0)
     assert table["total_ns"].is_monotonic_decreasing
-    top = kernels.top_kernels(table)
+    top = launches.top_kernels(table)
     assert len(top) == 5
     assert top.loc[0, "short"] == "batch_norm_backward_kernel"
     assert top.loc[0, "phase"] == "backward" and top.loc[0, "calls"] == 4
@@ -37,41 +37,41 @@ def test_nsys_export_gives_the_top5_of_the_marked_iteration_with_phases() -> Non
 
 
 def test_nsys_and_torch_agree_on_the_top5_within_5_percent() -> None:
-    nsys = top5(kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")).set_index("name")
-    torch_top = top5(kernels.read_torch_trace(DATA / "digits_amp_bf16.trace.json.gz"))
-    assert [kernels.short_name(n) for n in torch_top["name"]] == [kernels.short_name(n) for n in nsys.index]
+    nsys = top5(launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")).set_index("name")
+    torch_top = top5(launches.read_torch_trace(DATA / "digits_amp_bf16.trace.json.gz"))
+    assert [launches.short_name(n) for n in torch_top["name"]] == [launches.short_name(n) for n in nsys.index]
     for nsys_ns, torch_ns in zip(nsys["total_ns"], torch_top["total_ns"], strict=True):
         assert torch_ns == pytest.approx(nsys_ns, rel=0.05)
 
 
 def test_compiled_gpt2_stack_is_gpu_bound_and_led_by_gemms() -> None:
-    capture = kernels.read_torch_trace(DATA / "gpt2_stack.trace.json.gz")
-    launches = kernels.iteration_launches(capture)
-    top = kernels.top_kernels(kernels.kernel_table(launches))
+    capture = launches.read_torch_trace(DATA / "gpt2_stack.trace.json.gz")
+    marked = launches.iteration_launches(capture)
+    top = launches.top_kernels(launches.kernel_table(marked))
     assert top.loc[0, "short"].startswith("nvjet_sm90")  # cuBLAS's Hopper GEMMs
     assert any("sdpa" in name and "bprop" in name for name in top["short"])  # attention backward
-    verdict = kernels.bottleneck(capture, launches)
+    verdict = launches.bottleneck(capture, marked)
     assert verdict.verdict == "GPU-bound" and verdict.gpu_busy > 0.9
 
 
 def test_many_short_kernels_with_gaps_are_launch_bound_and_data_waits_are_io_bound() -> None:
-    capture = kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
-    launches = kernels.iteration_launches(capture)
-    assert kernels.bottleneck(capture, launches).verdict == "CPU/launch-bound"
-    assert kernels.bottleneck(capture, launches, data_wait=0.6).verdict == "I/O-bound"
+    capture = launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    marked = launches.iteration_launches(capture)
+    assert launches.bottleneck(capture, marked).verdict == "CPU/launch-bound"
+    assert launches.bottleneck(capture, marked, data_wait=0.6).verdict == "I/O-bound"
 
 
 def test_busy_share_is_taken_over_the_timed_iteration_when_known() -> None:
     """nsys stretches the marked iteration of digits amp_bf16 (its host work slows, its kernels do not):
     40% busy there, but its kernels fill the iteration the H100 timed for that case."""
-    capture = kernels.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
-    launches = kernels.iteration_launches(capture)
+    capture = launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    marked = launches.iteration_launches(capture)
     cases = json.loads((DATA / "h100_digits_ncu.run.json").read_text())["benchmarks"]
     timed_ms = next(c for c in cases if c["name"] == "digits/amp_bf16")["extra_info"]["summary_ms"]["median"]
-    verdict = kernels.bottleneck(capture, launches, timed_ms=timed_ms)
+    verdict = launches.bottleneck(capture, marked, timed_ms=timed_ms)
     assert verdict.verdict == "GPU-bound" and verdict.gpu_busy > 0.9
     assert verdict.reason.startswith("GPU busy 98% of the timed iteration")
-    assert kernels.bottleneck(capture, launches, timed_ms=3 * timed_ms).verdict == "CPU/launch-bound"
+    assert launches.bottleneck(capture, marked, timed_ms=3 * timed_ms).verdict == "CPU/launch-bound"
 
 
 def test_bf16_gemm_is_compute_bound_with_exactly_2mnk_flops() -> None:
@@ -116,10 +116,10 @@ def test_digits_iteration_roofline_names_fp32_paths_and_latency() -> None:
 def test_units_and_short_names() -> None:
     assert unit_scale("us") == 1e-6 and unit_scale("Tbyte/s") == 1e12 and unit_scale("Kbyte/cycle") == 1e3
     assert unit_scale("Ghz") == 1e9 and unit_scale("%") == 1.0
-    assert kernels.short_name("void at::native::(anonymous namespace)::max_pool_backward_nchw<float>(int)") == (
+    assert launches.short_name("void at::native::(anonymous namespace)::max_pool_backward_nchw<float>(int)") == (
         "max_pool_backward_nchw"
     )
-    assert kernels.short_name("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
+    assert launches.short_name("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
 
 
 def test_malformed_outputs_give_errors_naming_the_file(tmp_path: Path) -> None:
@@ -128,17 +128,17 @@ def test_malformed_outputs_give_errors_naming_the_file(tmp_path: Path) -> None:
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"not a database")
     with pytest.raises(ProfileFormatError, match=r"junk\.sqlite: not an nsys SQLite export"):
-        kernels.read_nsys_sqlite(junk)
+        launches.read_nsys_sqlite(junk)
     sqlite3.connect(tmp_path / "empty.sqlite").close()
     with pytest.raises(ProfileFormatError, match=r"empty\.sqlite"):
-        kernels.read_nsys_sqlite(tmp_path / "empty.sqlite")
+        launches.read_nsys_sqlite(tmp_path / "empty.sqlite")
     trace = tmp_path / "trace.json"
     trace.write_text('{"no": "events"}')
     with pytest.raises(ProfileFormatError, match=r"trace\.json: not a torch\.profiler chrome trace"):
-        kernels.read_torch_trace(trace)
+        launches.read_torch_trace(trace)
     trace.write_text('{"traceEvents": []}')
     with pytest.raises(ProfileFormatError, match="no 'trainperf_iteration' range"):
-        kernels.iteration_launches(kernels.read_torch_trace(trace))
+        launches.iteration_launches(launches.read_torch_trace(trace))
 
 
 @settings(max_examples=200, deadline=None)

@@ -19,10 +19,10 @@ from typing import Protocol
 
 import pandas as pd
 
-from trainperf.profile import kernels
+from trainperf.profile import launches
+from trainperf.profile.child import CHILD_INFO
 from trainperf.profile.roofline import RooflinePoint
 
-CHILD_INFO = "child.json"  # written by the child when it ran its marked iteration
 PERMISSION_HINT = (
     "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or load the driver "
     "with NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
@@ -51,8 +51,8 @@ class Profile:
     """What a backend found in the marked iteration."""
 
     tool: str  # backend and version, e.g. "nsys 2025.3.1.0"
-    top: pd.DataFrame  # the Top-5 kernel table (kernels.kernel_table columns, plus roofline columns with ncu)
-    bottleneck: kernels.Bottleneck | None  # None when the capture holds no GPU kernels (CPU run)
+    top: pd.DataFrame  # the Top-5 kernel table (launches.kernel_table columns, plus roofline columns with ncu)
+    bottleneck: launches.Bottleneck | None  # None when the capture holds no GPU kernels (CPU run)
     iteration_ms: float
     roofline: list[RooflinePoint] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # raw reports kept
@@ -116,14 +116,14 @@ def require_child_ran(job: Job) -> None:
         raise ProfileError(f"the child process ran no marked iteration of {job.nodeid} (log in {job.out_dir})")
 
 
-def from_capture(capture: kernels.Capture, tool: str, job: Job, files: list[Path]) -> Profile:
+def from_capture(capture: launches.Capture, tool: str, job: Job, files: list[Path]) -> Profile:
     """The Top-5 and the bottleneck verdict of a capture's marked iteration."""
-    launches = kernels.iteration_launches(capture)
-    if launches.empty:
+    marked = launches.iteration_launches(capture)
+    if marked.empty:
         raise ProfileError(f"{tool}: no kernels in the marked iteration of {job.nodeid}")
     begin, end = capture.iteration
     on_gpu = capture.unit == "kernel"
-    verdict = kernels.bottleneck(capture, launches, job.data_wait, job.timed_ms) if on_gpu else None
-    top = kernels.top_kernels(kernels.kernel_table(launches))
-    configs = kernels.launch_configs(launches, top["name"])
+    verdict = launches.bottleneck(capture, marked, job.data_wait, job.timed_ms) if on_gpu else None
+    top = launches.top_kernels(launches.kernel_table(marked))
+    configs = launches.launch_configs(marked, top["name"])
     return Profile(tool, top, verdict, (end - begin) / 1e6, files=files, unit=capture.unit, configs=configs)

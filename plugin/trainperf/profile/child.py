@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MARK = "trainperf_iteration"  # the NVTX / record_function range around the profiled iteration
+TRACE = "trace.json"  # the torch.profiler trace of the marked iteration
+CHILD_INFO = "child.json"  # written by the child when it ran its marked iteration
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ kernels inside CUDA graphs included; ``nsys export --type sqlite`` gives its ker
 
 from __future__ import annotations
 
-from trainperf.profile import kernels
+from trainperf.profile import launches
 from trainperf.profile.backend import (
     Job,
     Profile,
@@ -45,8 +45,8 @@ class NsysProfiler:
         run_logged(export_argv(self.tool, job), job, "nsys-export.log")
         sqlite = job.out_dir / f"{REPORT}.sqlite"
         try:
-            capture = kernels.read_nsys_sqlite(sqlite)
-        except kernels.ProfileFormatError as error:
+            capture = launches.read_nsys_sqlite(sqlite)
+        except launches.ProfileFormatError as error:
             raise ProfileError(str(error)) from None
         tool = f"nsys {self.tool.version}"
         return from_capture(capture, tool, job, [job.out_dir / f"{REPORT}.nsys-rep", sqlite])

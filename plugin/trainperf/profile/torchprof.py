@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainperf.profile import backend, kernels
+from trainperf.profile import backend, launches
 from trainperf.profile.backend import Job, Profile, ProfileError
-
-TRACE = "trace.json"
+from trainperf.profile.child import TRACE
 
 
 class TorchProfiler:
@@ -44,7 +43,7 @@ class InProcessTrace:
 
 def _from_trace(trace: Path, tool: str, job: Job) -> Profile:
     try:
-        capture = kernels.read_torch_trace(trace)
-    except kernels.ProfileFormatError as error:
+        capture = launches.read_torch_trace(trace)
+    except launches.ProfileFormatError as error:
         raise ProfileError(str(error)) from None
     return backend.from_capture(capture, tool, job, [trace])
