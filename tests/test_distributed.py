@@ -8,12 +8,13 @@ import pytest
 import torch
 from toy_workload import Toy
 from trainperf import Optimization, distributed
+from trainperf.case import CaseSpec
 
 CPU = torch.device("cpu")
 
 
 def test_two_gloo_processes_train_the_case_and_measure_the_all_reduce() -> None:
-    measurement = distributed.run_case(Toy(), Optimization("ddp", ddp={}), CPU, "tiny", 2, 5)
+    measurement = distributed.run_case(CaseSpec(Toy(), Optimization("ddp", ddp={}), CPU, "tiny", 2, 5))
     assert measurement.communication is not None
     assert measurement.communication["processes"] == 2 and measurement.communication["backend"] == "gloo"
     assert measurement.communication["all_reduce_busbw_gbs"] > 0
@@ -25,7 +26,7 @@ def test_two_gloo_processes_train_the_case_and_measure_the_all_reduce() -> None:
 def test_every_failing_rank_is_named_and_no_process_outlives_the_case() -> None:
     case = Optimization("broken", ddp={}, options={"fail_on_ranks": (0, 1)})
     with pytest.raises(distributed.DistributedError) as error:
-        distributed.run_case(Toy(), case, CPU, "tiny", 2, 5)
+        distributed.run_case(CaseSpec(Toy(), case, CPU, "tiny", 2, 5))
     message = str(error.value)
     assert "rank 0: RuntimeError: toy failure on rank 0" in message
     assert "rank 1: RuntimeError: toy failure on rank 1" in message
@@ -35,7 +36,7 @@ def test_every_failing_rank_is_named_and_no_process_outlives_the_case() -> None:
 def test_a_hanging_rank_is_stopped_at_the_timeout_with_every_process() -> None:
     case = Optimization("stuck", ddp={}, options={"hang_on_ranks": (1,)})
     with pytest.raises(distributed.DistributedError, match="stopped after 20 s"):
-        distributed.run_case(Toy(), case, CPU, "tiny", 2, 5, timeout_s=20)
+        distributed.run_case(CaseSpec(Toy(), case, CPU, "tiny", 2, 5), timeout_s=20)
     assert not multiprocessing.active_children()
 
 
@@ -49,7 +50,7 @@ def test_hidden_communication_of_a_real_two_gpu_iteration() -> None:
     communication, a quarter of it while computation kernels ran."""
     from pathlib import Path
 
-    from trainperf.profile.kernels import read_torch_trace
+    from trainperf.profile.launches import read_torch_trace
     from trainperf.profile.overlap import hidden_communication, is_communication
 
     launches = read_torch_trace(Path(__file__).parent / "data" / "gpt2_ddp_reference.h200x2.trace.json.gz").launches

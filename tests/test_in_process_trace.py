@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from trainperf.case import Optimization
+from trainperf.case import CaseSpec, Optimization
 from trainperf.profile.backend import Job
 from trainperf.profile.replay import marked_iteration
 from trainperf.profile.torchprof import InProcessTrace
@@ -24,7 +24,7 @@ def test_the_traced_iteration_follows_the_measurement_and_gives_the_top5(tmp_pat
         marked_iteration(case, CPU, tmp_path, torch_profiler=True, cuda_profiler=False)
         seen.append(case.phases.for_torch_profiler)
 
-    measurement = run_case(Toy(), Optimization("reference"), CPU, "tiny", 2, 5, then=trace)
+    measurement = run_case(CaseSpec(Toy(), Optimization("reference"), CPU, "tiny", 2, 5), then=trace)
     assert len(measurement.samples_ms) == 5 and len(measurement.losses) == 7  # the traced step is not counted
     assert seen == [False, False]  # torch.profiler ranges only inside the traced iteration
     profile = InProcessTrace("2.x").profile(Job("node", tmp_path, tmp_path, 1.0))

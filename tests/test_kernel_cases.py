@@ -6,16 +6,17 @@ from __future__ import annotations
 import pytest
 import torch
 from trainperf import Optimization
+from trainperf.case import CaseSpec
 from trainperf.runner import run_case
 from trainperf.workload import TINY
 
-from models.kernels import Matmul, Transpose
+from workloads.transpose_matmul import Matmul, Transpose
 
 CPU = torch.device("cpu")
 
 
 def test_a_kernel_case_is_timed_per_launch_and_checked_on_fresh_inputs() -> None:
-    measurement = run_case(Transpose(), Optimization("torch", options={"kernel": "torch"}), CPU, TINY, 2, 5)
+    measurement = run_case(CaseSpec(Transpose(), Optimization("torch", options={"kernel": "torch"}), CPU, TINY, 2, 5))
     assert len(measurement.samples_ms) == 5 and all(ms > 0 for ms in measurement.samples_ms)
     assert measurement.metric == 0.0 and measurement.initial_metric == 0.0  # a transpose is exact
     assert measurement.sample_unit == "bytes" and measurement.samples_per_iteration == 2 * 256 * 128 * 4
@@ -23,11 +24,11 @@ def test_a_kernel_case_is_timed_per_launch_and_checked_on_fresh_inputs() -> None
 
 
 def test_matmul_error_is_relative_to_a_float64_product() -> None:
-    measurement = run_case(Matmul(), Optimization("cublas", options={"kernel": "cublas"}), CPU, TINY, 1, 3)
+    measurement = run_case(CaseSpec(Matmul(), Optimization("cublas", options={"kernel": "cublas"}), CPU, TINY, 1, 3))
     assert 0 < measurement.metric < 1e-5
     assert measurement.flops_per_iteration == 2 * 128 * 96 * 64
 
 
 def test_an_unknown_kernel_is_named() -> None:
     with pytest.raises(ValueError, match="unknown workload options"):
-        run_case(Transpose(), Optimization("x", options={"kernl": "naive"}), CPU, TINY, 1, 1)
+        run_case(CaseSpec(Transpose(), Optimization("x", options={"kernl": "naive"}), CPU, TINY, 1, 1))

@@ -5,27 +5,27 @@ failure reaches the test's message; no process outlives the case."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import socket
 import tempfile
 import time
 import traceback
-from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException, start_processes
-from torch.nn.parallel import DistributedDataParallel
 
 from trainperf import runner, workers
-from trainperf.case import Optimization
-from trainperf.runner import Measurement, Prepared, synchronize
-from trainperf.workload import Batch, Workload
+from trainperf.case import CaseSpec
+from trainperf.measurement import Measurement
+from trainperf.profile.child import TRACE
+from trainperf.runner import Prepared
+from trainperf.timing import synchronize
 
 CPU_PROCESSES = 2
 TIMEOUT_S = 900.0
@@ -53,44 +53,14 @@ def unavailable(device: torch.device) -> str | None:
     return None
 
 
-def data_parallel(model: torch.nn.Module, device: torch.device, settings: Mapping[str, Any]) -> torch.nn.Module:
-    """``model`` wrapped in DistributedDataParallel with the case's settings (in a rank's process)."""
-    if not dist.is_initialized():
-        raise RuntimeError("a data-parallel case runs through trainperf.distributed.run_case, one process per rank")
-    keywords = {k: settings[k] for k in ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph") if k in settings}
-    wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None, **keywords)
-    hook = settings.get("comm_hook")
-    if hook:
-        wrapped.register_comm_hook(None, getattr(default_hooks, f"{hook}_hook"))
-    return wrapped
-
-
-def own_slice(batch: Batch) -> Batch:
-    """This rank's equal slice of a batch every rank loaded."""
-    world, rank = dist.get_world_size(), dist.get_rank()
-    rows = len(batch[0])
-    if rows % world:
-        raise ValueError(f"a batch of {rows} does not split evenly over {world} processes")
-    return tuple(tensor.chunk(world)[rank] for tensor in batch)
-
-
-def run_case(
-    workload: Workload,
-    optimization: Optimization,
-    device: torch.device,
-    size: str,
-    warmup: int,
-    iters: int,
-    keep: Path | None = None,
-    timeout_s: float = TIMEOUT_S,
-) -> Measurement:
-    """Train the case in ``world_size(device)`` processes; rank 0's measurement, its communication
+def run_case(spec: CaseSpec, keep: Path | None = None, timeout_s: float = TIMEOUT_S) -> Measurement:
+    """Train the case in ``world_size(spec.device)`` processes; rank 0's measurement, its communication
     figures under ``communication``; rank 0's traced iteration goes to ``keep`` when given.
     Raises DistributedError naming every rank that failed."""
-    world = world_size(device)
+    world = world_size(spec.device)
     with tempfile.TemporaryDirectory(prefix="trainperf-ddp-") as name:
         folder = Path(name)
-        args = (world, _free_port(), workload, optimization, device.type, size, warmup, iters, folder, keep)
+        args = (world, _free_port(), spec, folder, keep)
         context = start_processes(_rank_main, args=args, nprocs=world, join=False, start_method="spawn")
         stopped = _join(context, timeout_s)
         errors = [folder / f"rank{r}.error" for r in range(world)]  # a rank stopped before it began has none
@@ -131,19 +101,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _rank_main(
-    rank: int,
-    world: int,
-    port: int,
-    workload: Workload,
-    optimization: Optimization,
-    device_type: str,
-    size: str,
-    warmup: int,
-    iters: int,
-    folder: Path,
-    keep: Path | None,
-) -> None:
+def _rank_main(rank: int, world: int, port: int, spec: CaseSpec, folder: Path, keep: Path | None) -> None:
     """One rank: join the group, train the case, measure the communication; rank 0 writes the result."""
     error = folder / f"rank{rank}.error"
     error.write_text("")
@@ -151,7 +109,7 @@ def _rank_main(
     for name, value in MULTICAST_OFF.items():
         os.environ.setdefault(name, value)
     try:
-        device = torch.device("cuda", rank) if device_type == "cuda" else torch.device("cpu")
+        device = torch.device("cuda", rank) if spec.device.type == "cuda" else torch.device("cpu")
         if device.type == "cuda":
             torch.cuda.set_device(device)
         else:
@@ -163,7 +121,7 @@ def _rank_main(
         def communication(case: Prepared) -> None:
             figures.update(_comm(case, keep or folder))
 
-        measurement = runner.run_case(workload, optimization, device, size, warmup, iters, then=communication)
+        measurement = runner.run_case(dataclasses.replace(spec, device=device), then=communication)
         if measurement.flops_per_iteration is not None:
             measurement.flops_per_iteration /= world  # per process: MFU is per GPU
         measurement.communication = figures
@@ -209,7 +167,7 @@ def _bus_bandwidth(numel: int, device: torch.device) -> float:
 def _traced_overlap(case: Prepared, folder: Path) -> dict[str, Any]:
     from torch.profiler import ProfilerActivity, profile
 
-    from trainperf.profile.kernels import read_torch_trace
+    from trainperf.profile.launches import read_torch_trace
     from trainperf.profile.overlap import hidden_communication
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
@@ -218,7 +176,7 @@ def _traced_overlap(case: Prepared, folder: Path) -> dict[str, Any]:
     if dist.get_rank() != 0:
         return {}
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "trace.json"
+    path = folder / TRACE
     traced.export_chrome_trace(str(path))
     found = hidden_communication(read_torch_trace(path).launches)
     if found is None:

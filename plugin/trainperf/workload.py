@@ -1,4 +1,4 @@
-"""The small interface every workload implements (models/ holds the suite's own).
+"""The small interface every workload implements (workloads/ holds the suite's own).
 
 A workload builds, for a device and a size, everything one training run needs; the runner applies
 the generic optimizations (loader settings, copies, autocast, layout, compile) and times the steps.
@@ -12,12 +12,13 @@ from typing import Any, Protocol
 
 import torch
 
-from trainperf.case import Optimization
+from trainperf.case import Metric, Optimization
 
 TINY = "tiny"  # the CPU path: seconds per case
 FULL = "full"  # the GPU path: the real size
 
 Batch = tuple[torch.Tensor, ...]
+__all__ = ["FULL", "TINY", "Batch", "Metric", "Training", "Workload", "loader_settings", "merge_options"]
 
 
 @dataclass
@@ -36,17 +37,6 @@ class Training:
     flops_per_iteration: float | None = None  # None: counted by the runner with FlopCounterMode
     sample_unit: str = "samples"  # what a sample is, for throughput figures: "images", "tokens"...
     step: Callable[[Batch], torch.Tensor] | None = None  # one iteration of a workload that does not train
-
-
-@dataclass(frozen=True)
-class Metric:
-    """The held-out metric a workload reports."""
-
-    name: str  # "accuracy", "val_loss", ...
-    higher_is_better: bool
-    default_tolerance: float  # absolute, against the reference case of the same run
-    floor: float | None = None  # any case must reach this (learned something)
-    min_gain: float | None = None  # any case must improve on the untrained model by this fraction
 
 
 class Workload(Protocol):

@@ -14,29 +14,20 @@ from pathlib import Path
 
 import torch
 
-from trainperf.case import Optimization
-from trainperf.profile.child import MARK
-from trainperf.runner import Prepared, backend_settings, prepare, seed_everything, synchronize
-from trainperf.workload import Workload
-
-TRACE = "trace.json"
-CHILD_INFO = "child.json"
+from trainperf.case import CaseSpec
+from trainperf.profile.child import CHILD_INFO, MARK, TRACE
+from trainperf.runner import Prepared, prepare, seed_everything
+from trainperf.steps import backend_settings
+from trainperf.timing import synchronize
 
 
-def run_marked_iteration(
-    workload: Workload,
-    optimization: Optimization,
-    device: torch.device,
-    size: str,
-    warmup: int,
-    out_dir: Path,
-    torch_profiler: bool,
-) -> None:
+def run_marked_iteration(spec: CaseSpec, out_dir: Path, torch_profiler: bool) -> None:
     """Warm up ``max(warmup, 2)`` iterations, then profile one; writes ``child.json`` (and the trace)."""
     seed_everything()
-    with backend_settings(optimization):
-        case = prepare(workload, optimization, device, size)
-        for _ in range(max(warmup, 2)):
+    device = spec.device
+    with backend_settings(spec.optimization):
+        case = prepare(spec)
+        for _ in range(max(spec.warmup, 2)):
             case.step(case.fetch()[0])
         synchronize(device)
         if device.type == "cuda":
