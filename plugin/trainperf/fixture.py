@@ -1,4 +1,8 @@
-"""The ``trainperf`` fixture's object: runs a case, checks it and records what it measured."""
+"""The ``trainperf`` fixture's object: runs a case, has it judged, and records what it measured.
+
+It orchestrates only: ``runner`` (or ``distributed``) measures, ``verdict`` judges, ``profile`` re-runs
+the case under a profiler, ``session`` keeps the record that every report reads.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +14,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainperf import gate, stats
-from trainperf.case import REFERENCE, Optimization, case_key
+from trainperf import gate, stats, verdict
+from trainperf.case import REFERENCE, CaseSpec, Optimization
+from trainperf.measurement import Measurement
 from trainperf.profile.roofline import RooflinePoint
-from trainperf.runner import Measurement, Prepared, release_memory, run_case
+from trainperf.report import junit, lines
+from trainperf.runner import Prepared, release_memory, run_case
 from trainperf.session import CaseResult, PerfSession
 from trainperf.workload import Workload
 
 
 @dataclass
 class TrainPerf:
-    """Handed to a test as ``trainperf``: ``trainperf.run(workload, optimization)``."""
+    """Handed to a test as ``trainperf``: ``trainperf.run(workload, optimization, reference=...)``."""
 
     session: PerfSession
     nodeid: str
@@ -29,76 +35,84 @@ class TrainPerf:
     record_property: Callable[[str, object], None]
     trace_s: float = 0.0  # what tracing one more iteration in this process cost (part of profiling's cost)
 
-    def run(self, workload: Workload, optimization: Optimization) -> CaseResult | None:
+    def run(
+        self, workload: Workload, optimization: Optimization, reference: Optimization | None = None
+    ) -> CaseResult | None:
         """Train the case, gate it, record it; fails the test naming the case, figures and thresholds.
-        In the child process of ``--profile``, trains one marked iteration instead and returns None."""
-        warmup, iters = self._iterations(workload)
-        device = self.session.device
-        if optimization.needs_cuda and device.type != "cuda":
-            pytest.skip(f"{case_key(workload.name, optimization.name)} runs on CUDA only: {optimization.needs_cuda}")
-        if optimization.ddp is not None:
-            from trainperf.distributed import unavailable
-
-            reason = unavailable(device)
-            if reason is not None:
-                pytest.skip(f"{case_key(workload.name, optimization.name)}: {reason}")
+        ``reference`` is the ladder's reference case (``Ladder.reference``), measured on demand when this
+        run has not measured it yet. In the child process of ``--profile``, trains one marked iteration
+        instead and returns None."""
+        spec = self._spec(workload, optimization)
+        self._skip_where_unavailable(spec)
         child = self.session.child
         if child is not None:
             from trainperf.profile.replay import run_marked_iteration
 
-            run_marked_iteration(workload, optimization, device, self.session.size, warmup, child.out_dir, child.torch)
+            run_marked_iteration(spec, child.out_dir, child.torch)
             return None
-        key = case_key(workload.name, optimization.name)
-        measurement = self._measure(key, workload, optimization, warmup, iters)
-        reference = self._reference(workload, optimization, measurement, warmup, iters)
-        result = self._judge(workload, optimization, measurement, reference)
+        measurement = self._measure(spec)
+        result = self._result(spec, measurement, self._reference(spec, measurement, reference))
+        if measurement.communication is not None and self.session.profiling is not None:
+            self.session.note(f"{spec.key}: not profiled: a data-parallel case runs one process per GPU")
+        elif self.session.profiling is not None:
+            self._profile(result)
+        entry = self.session.record(result)
+        for name, value in junit.properties(entry).items():
+            self.record_property(name, value)
         for check in result.checks:
             if check.name == gate.UNRELIABLE:
                 self.session.note(check.message)
-        self.session.record(result)
-        self._attach(result)
         if measurement.sample_unit == "images":
-            self.session.note(_training_log_line(result))
+            self.session.note(lines.training_log_line(entry))
         if measurement.communication is not None:
-            self.session.note(_communication_line(result))
-            if self.session.profiling is not None:
-                self.session.note(f"{key}: not profiled: a data-parallel case runs one process per GPU")
-        elif self.session.profiling is not None:
-            self._profile(result)
+            self.session.note(lines.communication_line(entry))
         failed = gate.failures(result.checks)
         if failed:
             pytest.fail("\n".join(check.message for check in failed), pytrace=False)
         return result
 
-    def _measure(
-        self, key: str, workload: Workload, optimization: Optimization, warmup: int, iters: int
-    ) -> Measurement:
-        """The case's run; running out of device memory fails this case alone, its memory released."""
-        device, out_of_memory = self.session.device, None
+    def _spec(self, workload: Workload, optimization: Optimization) -> CaseSpec:
+        """The case at this device's size, with its iterations: option > marker > the workload's."""
+        size, settings = self.session.size, self.session.settings
+        default_warmup, default_iters = workload.iterations(size)
+        warmup = _first_set(settings.warmup, self.marker_warmup, default_warmup)
+        iters = _first_set(settings.iters, self.marker_iters, default_iters)
+        return CaseSpec(workload, optimization, self.session.device, size, warmup, iters)
+
+    def _skip_where_unavailable(self, spec: CaseSpec) -> None:
+        optimization, device = spec.optimization, spec.device
+        if optimization.needs_cuda and device.type != "cuda":
+            pytest.skip(f"{spec.key} runs on CUDA only: {optimization.needs_cuda}")
         if optimization.ddp is not None:
-            return self._measure_data_parallel(key, workload, optimization, warmup, iters)
+            from trainperf.distributed import unavailable
+
+            reason = unavailable(device)
+            if reason is not None:
+                pytest.skip(f"{spec.key}: {reason}")
+
+    def _measure(self, spec: CaseSpec) -> Measurement:
+        """The case's run; running out of device memory fails this case alone, its memory released."""
+        if spec.optimization.ddp is not None:
+            return self._measure_data_parallel(spec)
         try:
-            return run_case(workload, optimization, device, self.session.size, warmup, iters, self._tracer(key))
+            return run_case(spec, self._tracer(spec.key))
         except torch.OutOfMemoryError as error:
             out_of_memory = str(error).strip().splitlines()[0][:300]
-        release_memory(device)  # outside the except block: its traceback no longer holds the case's tensors
-        pytest.fail(f"{key}: ran out of {device.type} memory: {out_of_memory} (memory released)", pytrace=False)
+        release_memory(spec.device)  # outside the except block: its traceback no longer holds the case's tensors
+        pytest.fail(f"{spec.key}: ran out of {spec.device.type} memory: {out_of_memory} (memory released)", False)
 
-    def _measure_data_parallel(
-        self, key: str, workload: Workload, optimization: Optimization, warmup: int, iters: int
-    ) -> Measurement:
+    def _measure_data_parallel(self, spec: CaseSpec) -> Measurement:
         """One process per GPU (two on the CPU); any rank's failure fails the case, naming the ranks."""
         from trainperf import distributed
         from trainperf.profile.profiler import case_folder
 
         report = self.session.settings.report
-        keep = None if report is None else case_folder(report / "data-parallel", key)
-        device, size = self.session.device, self.session.size
+        keep = None if report is None else case_folder(report / "data-parallel", spec.key)
         try:
-            return distributed.run_case(workload, optimization, device, size, warmup, iters, keep)
+            return distributed.run_case(spec, keep)
         except distributed.DistributedError as error:
             failure = str(error)
-        pytest.fail(f"{key}: data-parallel run failed: {failure}", pytrace=False)
+        pytest.fail(f"{spec.key}: data-parallel run failed: {failure}", pytrace=False)
 
     def _tracer(self, key: str) -> Callable[[Prepared], None] | None:
         """With a profiler that reads the test process's own trace: one more iteration, traced after the
@@ -120,130 +134,57 @@ class TrainPerf:
 
         return trace
 
-    def _iterations(self, workload: Workload) -> tuple[int, int]:
-        default_warmup, default_iters = workload.iterations(self.session.size)
-        settings = self.session.settings
-        warmup = _first_set(settings.warmup, self.marker_warmup, default_warmup)
-        iters = _first_set(settings.iters, self.marker_iters, default_iters)
-        return warmup, iters
-
-    def _reference(
-        self, workload: Workload, optimization: Optimization, measurement: Measurement, warmup: int, iters: int
-    ) -> Measurement:
+    def _reference(self, spec: CaseSpec, measurement: Measurement, declared: Optimization | None) -> Measurement:
         """The workload's reference case of this run; measured now if no reference case ran yet."""
-        slot = (workload.name, warmup, iters)
-        if optimization.name == REFERENCE:
+        slot = (spec.workload.name, spec.warmup, spec.iters)
+        if spec.optimization.name == REFERENCE:
             self.session.references[slot] = measurement
         if slot not in self.session.references:
             self.session.note(
-                f"{workload.name}: reference case measured on demand for the speedup of {optimization.name}"
+                f"{spec.workload.name}: reference case measured on demand for the speedup of {spec.optimization.name}"
             )
-            self.session.references[slot] = run_case(
-                workload, Optimization(REFERENCE), self.session.device, self.session.size, warmup, iters
-            )
+            reference = Optimization(REFERENCE) if declared is None else declared
+            self.session.references[slot] = run_case(spec.but(reference))
         return self.session.references[slot]
 
-    def _judge(
-        self, workload: Workload, optimization: Optimization, measurement: Measurement, reference: Measurement
-    ) -> CaseResult:
-        key = case_key(workload.name, optimization.name)
-        settings = self.session.settings
-        kind = self.session.device.type
+    def _result(self, spec: CaseSpec, measurement: Measurement, reference: Measurement) -> CaseResult:
+        session, workload, optimization = self.session, spec.workload, spec.optimization
         summary = stats.summarize(measurement.samples_ms)
-        metric = workload.metric
-        tolerance = optimization.accuracy_tolerance
-        stored = self.session.stored_samples(key)
-        is_reference = optimization.name == REFERENCE
         reference_median = stats.summarize(reference.samples_ms).median
         rate = measurement.per_second(measurement.samples_per_iteration, summary.median)
         speedup = rate / reference.per_second(reference.samples_per_iteration, reference_median)
-        checks = [
-            gate.accuracy_check(
-                key,
-                measurement.metric,
-                reference=None if is_reference else reference.metric,
-                tolerance=metric.default_tolerance if tolerance is None else tolerance,
-                higher_is_better=metric.higher_is_better,
-                floor=metric.floor,
-                metric=metric.name,
-                losses=measurement.losses,
-                initial=measurement.initial_metric,
-                min_gain=metric.min_gain,
-            ),
-            gate.baseline_check(
-                key,
-                measurement.samples_ms,
-                stored,
-                strict=settings.strict and not settings.update_baselines,
-                max_slowdown=gate.DEFAULT_MAX_SLOWDOWN
-                if optimization.max_slowdown is None
-                else optimization.max_slowdown,
-            ),
-        ]
-        if not is_reference:
-            checks.append(gate.speedup_check(key, speedup, optimization.min_speedup.get(kind)))
-            checks.append(
-                gate.memory_check(
-                    key,
-                    measurement.peak_memory_bytes,
-                    reference.peak_memory_bytes,
-                    optimization.max_memory_ratio.get(kind),
-                )
-            )
-        if settings.update_baselines:
-            checks = [_as_note(c) if c.name == "baseline" else c for c in checks]
-        unreliable = gate.clock_check(key, measurement.clocks)
-        if unreliable is not None:  # a throttled GPU: its times are noted, not judged
-            checks = [_as_note(c) if c.name in ("baseline", "speedup") else c for c in checks] + [unreliable]
+        stored = session.stored_samples(spec.key)
+        checks = verdict.judge(
+            spec.key,
+            optimization,
+            workload.metric,
+            measurement,
+            reference,
+            speedup,
+            stored,
+            device_type=spec.device.type,
+            strict=session.settings.strict,
+            update_baselines=session.settings.update_baselines,
+        )
         return CaseResult(
-            key=key,
+            key=spec.key,
             nodeid=self.nodeid,
             workload=workload.name,
             optimization=optimization.name,
             knobs=optimization.knobs(),
-            metric_name=metric.name,
+            metric_name=workload.metric.name,
             measurement=measurement,
             summary=summary,
             speedup=speedup,
             baseline_median_ms=None if stored is None else stats.summarize(stored).median,
             checks=checks,
-            peak_flops=self.session.peak_flops,
+            peak_flops=session.peak_flops,
             baseline_summary=None if stored is None else stats.summarize(stored),
         )
-
-    def _attach(self, result: CaseResult) -> None:
-        """JUnit properties of the case."""
-        properties = {
-            "trainperf_case": result.key,
-            "trainperf_median_ms": round(result.summary.median, 4),
-            "trainperf_iqr_ms": round(result.summary.iqr, 4),
-            "trainperf_speedup": None if result.speedup is None else round(result.speedup, 3),
-            "trainperf_baseline_ms": result.baseline_median_ms,
-            "trainperf_samples_per_s": round(result.samples_per_second, 1),
-            "trainperf_sample_unit": result.measurement.sample_unit,
-            "trainperf_mfu": None if result.mfu is None else round(result.mfu, 4),
-            "trainperf_first_step_s": round(result.measurement.first_step_s, 3),
-            "trainperf_reader_share": round(result.reader_share, 4),
-            f"trainperf_{result.metric_name}": round(result.measurement.metric, 5),
-            "trainperf_peak_memory_bytes": result.measurement.peak_memory_bytes,
-            "trainperf_verdict": result.verdict,
-        }
-        figures = result.measurement.communication
-        if figures is not None:
-            processes = figures["processes"]
-            properties["trainperf_processes"] = processes
-            if result.speedup is not None:
-                properties["trainperf_scaling_efficiency"] = round(result.speedup / processes, 4)
-            properties["trainperf_allreduce_busbw_gbs"] = round(figures["all_reduce_busbw_gbs"], 2)
-            properties["trainperf_comm_hidden_share"] = figures.get("hidden_share")
-        for name, value in properties.items():
-            if value is not None:
-                self.record_property(name, value)
 
     def _profile(self, result: CaseResult) -> None:
         """Re-run this node under the profiler; attach what it found, or one note why it found nothing."""
         from trainperf.profile.profiler import profile_case
-        from trainperf.report import profile_summary
 
         session = self.session
         assert session.profiling is not None
@@ -258,37 +199,6 @@ class TrainPerf:
         if case.error is not None:
             session.note(f"{result.key}: profile not attached: {case.error}")
         result.profile = case
-        for name, value in profile_summary.properties(case).items():
-            if value is not None:
-                self.record_property(name, value)
-
-
-def _training_log_line(result: CaseResult) -> str:
-    """An image case the way a training log shows it: seconds per batch, of which waiting for data,
-    and images per second."""
-    m = result.measurement
-    batch_cost = result.summary.median / 1000.0
-    reader_cost = result.reader_share * batch_cost
-    return (
-        f"{result.key}: batch_cost {batch_cost:.4f} s, reader_cost {reader_cost:.4f} s "
-        f"({result.reader_share:.1%}), ips {result.samples_per_second:,.1f} {m.sample_unit}/s"
-    )
-
-
-def _communication_line(result: CaseResult) -> str:
-    """One summary line of a data-parallel case: processes, scaling, all-reduce, hidden communication."""
-    figures = result.measurement.communication or {}
-    processes = figures.get("processes", 1)
-    parts = [f"{result.key}: {processes} {figures.get('backend', '')} processes"]
-    if result.speedup is not None:
-        parts.append(f"scaling efficiency {result.speedup / processes:.0%} of the single-process reference")
-    if figures.get("all_reduce_busbw_gbs") is not None:
-        parts.append(f"all-reduce bus bandwidth {figures['all_reduce_busbw_gbs']:.1f} GB/s")
-    if figures.get("hidden_share") is not None:
-        parts.append(
-            f"{figures['hidden_share']:.0%} of {figures['communication_ms']:.2f} ms communication hidden behind compute"
-        )
-    return ", ".join(parts)
 
 
 def _plot(points: list[RooflinePoint], path: Path, key: str, session: PerfSession) -> Path:
@@ -307,8 +217,3 @@ def _first_set(*values: int | None) -> int:
         if value is not None:
             return value
     raise ValueError("no value set")
-
-
-def _as_note(check: gate.Check) -> gate.Check:
-    """A slower time reported, not failed (under --update-baselines, or on a throttled GPU)."""
-    return gate.Check(check.name, None if check.passed is False else check.passed, check.message)

@@ -6,9 +6,6 @@ Lives in ``config.stash``; the fixture gets callbacks from it, and the report re
 from __future__ import annotations
 
 import datetime
-import functools
-import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +15,11 @@ import torch
 
 from trainperf import baselines, gate, stats
 from trainperf import device as devices
+from trainperf.measurement import Measurement
 from trainperf.profile.child import ChildRun
 from trainperf.profile.profiler import CaseProfile, ProfileSetup
-from trainperf.runner import Measurement
+from trainperf.provenance import git_commit
+from trainperf.report.document import CaseEntry, case_entry
 from trainperf.settings import Settings
 from trainperf.workload import FULL, TINY
 
@@ -83,6 +82,7 @@ class PerfSession:
     fingerprint: devices.Fingerprint
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
     results: list[CaseResult] = field(default_factory=list)
+    entries: list[CaseEntry] = field(default_factory=list)  # the run document's record of each result
     references: dict[tuple[str, int, int], Measurement] = field(default_factory=dict)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -124,25 +124,19 @@ class PerfSession:
         if text not in self.notes:
             self.notes.append(text)
 
-    def record(self, result: CaseResult) -> None:
+    def record(self, result: CaseResult) -> CaseEntry:
+        """Keep a finished case (its profile attached): its run-document entry, written once, is what
+        every report reads; under --update-baselines a case that kept its accuracy becomes a baseline."""
         self.results.append(result)
+        self.entries.append(case_entry(result))
         if self.settings.update_baselines and not any(c.passed is False for c in result.checks if c.name == "accuracy"):
             self.pending[result.key] = baseline_entry(result, self.fingerprint)
+        return self.entries[-1]
 
     def write_baselines(self) -> None:
         """Under --update-baselines: merge the run's entries into this device's file."""
         if self.settings.update_baselines and self.pending:
             self.changes = baselines.update(self.baseline_file, self.fingerprint.slug, self.pending)
-
-
-@functools.cache
-def git_commit() -> str | None:
-    """HEAD of the checkout, else CI's ``GITHUB_SHA``, else None (no git metadata); read once per process."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return os.environ.get("GITHUB_SHA")
-    return out.stdout.strip() or os.environ.get("GITHUB_SHA")
 
 
 def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict[str, Any]:

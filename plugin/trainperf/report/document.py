@@ -1,20 +1,111 @@
-"""Run documents (``run.json``) read back for reports: checked, merged, and tabulated. Pure: pandas only.
+"""The run document (``run.json``): the one record of a run's cases that every report reads.
 
-Several documents (one per pytest run, say digits and GPT-2 on the same device) merge into one list of
-cases; a case found in more than one document keeps its latest measurement.
+Written once per run (``run_document``) in pytest-benchmark's layout where it fits (``machine_info``,
+``commit_info``, ``benchmarks`` with ``stats`` in seconds), trainperf's figures, checks, profile and
+communication in each case's ``extra_info``; read back (``load``), merged and tabulated for the
+terminal, JUnit, HTML and Markdown. Several documents (one per pytest run, say digits and GPT-2 on the
+same device) merge into one list of cases; a case found in more than one keeps its latest measurement.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pandas as pd
+from pytest_benchmark.stats import Stats
+
+from trainperf import __version__, stats
+from trainperf.provenance import git_commit
+from trainperf.report import profile_summary
+from trainperf.workers import RUN_FILE
+
+if TYPE_CHECKING:
+    from trainperf.session import CaseResult, PerfSession
+
+
+class CaseEntry(TypedDict):
+    """One case in ``benchmarks``: pytest-benchmark's fields, trainperf's figures in ``extra_info``
+    (``summary_ms``, ``speedup``, ``samples_per_second``, ``metric``, ``checks``, ``verdict``,
+    ``profile``, ``communication``, ...)."""
+
+    group: str
+    name: str
+    fullname: str
+    params: dict[str, str]
+    stats: dict[str, Any]
+    extra_info: dict[str, Any]
+
 
 REQUIRED = ("name", "group", "stats", "extra_info")
 REQUIRED_INFO = ("summary_ms", "speedup", "samples_per_second", "metric", "verdict")
+
+
+def case_entry(result: CaseResult) -> CaseEntry:
+    """The case as the run document records it."""
+    seconds = Stats()
+    for sample in result.measurement.samples_ms:
+        seconds.update(sample / 1000.0)
+    m = result.measurement
+    return {
+        "group": result.workload,
+        "name": result.key,
+        "fullname": result.nodeid,
+        "params": {"optimization": result.optimization},
+        "stats": {**seconds.as_dict(), "data": [x / 1000.0 for x in m.samples_ms]},
+        "extra_info": {
+            "knobs": result.knobs,
+            "summary_ms": result.summary.as_dict(),
+            "reader_ms": m.reader_ms,
+            "reader_share": result.reader_share,
+            "losses": m.losses,
+            "metric": {"name": result.metric_name, "value": m.metric, "initial": m.initial_metric},
+            "speedup": result.speedup,
+            "baseline_median_ms": result.baseline_median_ms,
+            "baseline_summary_ms": None if result.baseline_summary is None else result.baseline_summary.as_dict(),
+            "samples_per_iteration": m.samples_per_iteration,
+            "samples_per_second": result.samples_per_second,
+            "sample_unit": m.sample_unit,
+            "flops_per_iteration": m.flops_per_iteration,
+            "achieved_flops": result.achieved_flops,
+            "mfu": result.mfu,
+            "peak_memory_bytes": m.peak_memory_bytes,
+            "warmup_s": m.warmup_s,
+            "first_step_s": m.first_step_s,
+            "iters": m.iters,
+            "warmup": m.warmup,
+            "clocks": m.clocks,
+            "communication": m.communication,
+            "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in result.checks],
+            "verdict": result.verdict,
+            "reader_ms_median": stats.summarize(m.reader_ms).median,
+            "profile": None if result.profile is None else profile_summary.record(result.profile),
+        },
+    }
+
+
+def run_document(session: PerfSession) -> dict[str, Any]:
+    return {
+        "version": __version__,
+        "datetime": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine_info": session.fingerprint.as_dict(),
+        "commit_info": {"id": git_commit()},
+        "settings": {"size": session.size, "device": str(session.device), "sources": dict(session.settings.sources)},
+        "benchmarks": list(session.entries),
+        "notes": session.notes,
+    }
+
+
+def write_run_document(session: PerfSession, directory: Path, name: str = RUN_FILE) -> Path:
+    """``directory/name`` (``run.json``, or a worker's ``run-gwK.json``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(json.dumps(run_document(session), indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 class RunDocumentError(ValueError):
@@ -76,7 +167,7 @@ def merge(documents: list[RunDocument]) -> dict[str, Any]:
     }
 
 
-def cases_frame(cases: list[dict[str, Any]]) -> pd.DataFrame:
+def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row of figures per case (numbers, not text; None where a figure is unknown)."""
     rows = []
     for case in cases:
@@ -100,6 +191,7 @@ def cases_frame(cases: list[dict[str, Any]]) -> pd.DataFrame:
                 "baseline_ms": baseline,
                 "delta": None if not baseline else summary["median"] / baseline - 1.0,
                 "first_step_s": info.get("first_step_s"),
+                "reader_share": info.get("reader_share"),
                 "verdict": info["verdict"],
                 "source": case.get("source"),
             }

@@ -4,16 +4,16 @@ chart; the device and the clocks seen. ``pages`` writes it as HTML and Markdown.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from trainperf.case import REFERENCE
 from trainperf.report import charts
 from trainperf.report.document import RunDocument, cases_frame, merged_cases
-from trainperf.report.units import rate_text
-
-REFERENCE = "reference"
+from trainperf.report.tables import display_cases, top_table
 
 
 @dataclass(frozen=True)
@@ -117,26 +117,7 @@ def _best(cases: list[dict[str, Any]], reference: dict[str, Any] | None) -> dict
     return max(pool, key=lambda c: c["extra_info"]["speedup"]) if pool else None
 
 
-def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
-    """The cases table as text: median ± IQR, speedup, throughput, MFU, memory, accuracy, verdict."""
-    return pd.DataFrame(
-        {
-            "case": frame["case"],
-            "ms/iter (± IQR)": [f"{m:.3f} ± {q:.3f}" for m, q in zip(frame["median_ms"], frame["iqr_ms"], strict=True)],
-            "speedup": [f"{s:.2f}x" for s in frame["speedup"]],
-            "throughput/s": [rate_text(v, u) for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
-            "MFU": [_percent(v) for v in frame["mfu"]],
-            "peak MiB": ["" if pd.isna(v) else f"{v:,.0f}" for v in frame["peak_mib"]],
-            "accuracy": [f"{n} {v:.4f}" for n, v in zip(frame["metric"], frame["metric_value"], strict=True)],
-            "1st iter s": ["" if pd.isna(v) else f"{v:.1f}" for v in frame["first_step_s"]],
-            "baseline ms": ["" if pd.isna(v) else f"{v:.3f}" for v in frame["baseline_ms"]],
-            "vs baseline": ["" if pd.isna(v) else f"{v:+.1%}" for v in frame["delta"]],
-            "verdict": frame["verdict"],
-        }
-    )
-
-
-def profile_view(case: dict[str, Any], role: str) -> CaseProfileView:
+def profile_view(case: Mapping[str, Any], role: str) -> CaseProfileView:
     profile = case["extra_info"].get("profile")
     if not profile:
         return CaseProfileView(case["name"], role, "not profiled in this run (--profile=off)", "", pd.DataFrame())
@@ -155,28 +136,3 @@ def profile_view(case: dict[str, Any], role: str) -> CaseProfileView:
     if profile.get("roofline"):
         chart = charts.roofline_chart(profile["roofline"], f"{case['name']}: roofline of its Top-5 kernels")
     return CaseProfileView(case["name"], role, summary, verdict, top_table(rows, unit), reasons, chart)
-
-
-def top_table(rows: list[dict[str, Any]], unit: str) -> pd.DataFrame:
-    """The Top-5 as text, full names included (they hold ``<``, ``>`` and ``&``: escape them in HTML)."""
-    table = pd.DataFrame(
-        {
-            "#": range(1, len(rows) + 1),
-            unit: [row["short"] for row in rows],
-            "phase": [row["phase"] for row in rows],
-            "calls": [row["calls"] for row in rows],
-            "ms": [f"{row['total_ms']:.3f}" for row in rows],
-            "share": [f"{row['share']:.0%}" for row in rows],
-        }
-    )
-    if any(row.get("bound") for row in rows):
-        table["precision"] = [str(r.get("precision") or "") + (" TC" if r.get("tensor_cores") else "") for r in rows]
-        table["FLOP/B"] = ["" if r.get("intensity") is None else f"{r['intensity']:.3g}" for r in rows]
-        table["bound"] = [r.get("bound") or "not profiled" for r in rows]
-        table["% of roof"] = [_percent(r.get("roof_share"), digits=0) for r in rows]
-    table["full name"] = [row["name"] for row in rows]
-    return table
-
-
-def _percent(value: float | None, digits: int = 1) -> str:
-    return "" if value is None or pd.isna(value) else f"{value:.{digits}%}"

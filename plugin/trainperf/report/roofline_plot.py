@@ -10,7 +10,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from trainperf.profile.kernels import short_name
+from trainperf.profile.launches import short_name
 from trainperf.profile.roofline import RooflinePoint
 
 MEMORY_ROOFS = (("DRAM", "peak_bandwidth", "dram_bytes", "o"), ("L2", "peak_l2_bandwidth", "l2_bytes", "s"),

@@ -6,7 +6,8 @@ from typing import Any
 
 from trainperf import baselines
 from trainperf.report import profile_summary
-from trainperf.report.table import cases_table
+from trainperf.report.document import cases_frame
+from trainperf.report.tables import display_cases
 from trainperf.session import PerfSession
 
 
@@ -16,7 +17,7 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
         return
     terminal.write_sep("=", f"trainperf: {session.fingerprint.name} ({session.size})")
     if session.results:
-        terminal.write_line(cases_table(session.results).to_string(index=False))
+        terminal.write_line(display_cases(cases_frame(session.entries)).to_string(index=False))
     for result in session.results:
         if result.profile is not None:
             for line in profile_summary.lines(result.key, result.profile):

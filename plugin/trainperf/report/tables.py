@@ -1,0 +1,58 @@
+"""The two tables every report shows, built once from run-document entries: the cases table and a
+case's Top-5. The terminal, pytest-html, HTML and Markdown pages print these as they are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from trainperf.report.units import rate_text
+
+
+def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cases table as text (``document.cases_frame`` gives the figures): median ± IQR, baseline,
+    speedup, throughput, MFU, data wait, accuracy, memory, compile time, verdict."""
+    return pd.DataFrame(
+        {
+            "case": frame["case"],
+            "ms/iter (± IQR)": [f"{m:.3f} ± {q:.3f}" for m, q in zip(frame["median_ms"], frame["iqr_ms"], strict=True)],
+            "baseline ms": ["" if pd.isna(v) else f"{v:.3f}" for v in frame["baseline_ms"]],
+            "vs baseline": ["" if pd.isna(v) else f"{v:+.1%}" for v in frame["delta"]],
+            "speedup": ["" if pd.isna(s) else f"{s:.2f}x" for s in frame["speedup"]],
+            "throughput/s": [rate_text(v, u) for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
+            "MFU": [percent(v) for v in frame["mfu"]],
+            "reader": [percent(v, digits=0) for v in frame["reader_share"]],
+            "accuracy": [f"{n} {v:.4f}" for n, v in zip(frame["metric"], frame["metric_value"], strict=True)],
+            "peak MiB": ["" if pd.isna(v) else f"{v:,.0f}" for v in frame["peak_mib"]],
+            "1st iter s": ["" if pd.isna(v) else f"{v:.1f}" for v in frame["first_step_s"]],
+            "verdict": frame["verdict"],
+        }
+    )
+
+
+def top_table(rows: list[dict[str, Any]], unit: str, full_names: bool = True) -> pd.DataFrame:
+    """The Top-5 as text (a profile entry's ``top`` rows); with ``full_names`` a last column of the full
+    kernel names (they hold ``<``, ``>`` and ``&``: escape them in HTML)."""
+    table = pd.DataFrame(
+        {
+            "#": range(1, len(rows) + 1),
+            unit: [row["short"] for row in rows],
+            "phase": [row["phase"] for row in rows],
+            "calls": [row["calls"] for row in rows],
+            "ms": [f"{row['total_ms']:.3f}" for row in rows],
+            "share": [f"{row['share']:.0%}" for row in rows],
+        }
+    )
+    if any(row.get("bound") for row in rows):
+        table["precision"] = [str(r.get("precision") or "") + (" TC" if r.get("tensor_cores") else "") for r in rows]
+        table["FLOP/B"] = ["" if r.get("intensity") is None else f"{r['intensity']:.3g}" for r in rows]
+        table["bound"] = [r.get("bound") or "not profiled" for r in rows]
+        table["% of roof"] = [percent(r.get("roof_share"), digits=0) for r in rows]
+    if full_names:
+        table["full name"] = [row["name"] for row in rows]
+    return table
+
+
+def percent(value: float | None, digits: int = 1) -> str:
+    return "" if value is None or pd.isna(value) else f"{value:.{digits}%}"

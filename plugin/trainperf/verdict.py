@@ -1,0 +1,69 @@
+"""The verdict policy of one case: which gate checks run and which of them only note.
+
+Pure, beside ``gate.py``: a case is judged on accuracy and on time against its stored baseline; a case
+other than the reference also on its speedup and its peak memory. Under ``--update-baselines`` a slower
+time is reported, not failed; on a throttled GPU neither the time nor the speedup is judged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from trainperf import gate
+from trainperf.case import REFERENCE, Metric, Optimization
+from trainperf.measurement import Measurement
+
+
+def judge(
+    key: str,
+    optimization: Optimization,
+    metric: Metric,
+    measurement: Measurement,
+    reference: Measurement,
+    speedup: float,
+    stored: Sequence[float] | None,
+    *,
+    device_type: str,
+    strict: bool,
+    update_baselines: bool,
+) -> list[gate.Check]:
+    """Every check of the case, after the policy."""
+    is_reference = optimization.name == REFERENCE
+    tolerance = optimization.accuracy_tolerance
+    checks = [
+        gate.accuracy_check(
+            key,
+            measurement.metric,
+            reference=None if is_reference else reference.metric,
+            tolerance=metric.default_tolerance if tolerance is None else tolerance,
+            higher_is_better=metric.higher_is_better,
+            floor=metric.floor,
+            metric=metric.name,
+            losses=measurement.losses,
+            initial=measurement.initial_metric,
+            min_gain=metric.min_gain,
+        ),
+        gate.baseline_check(
+            key,
+            measurement.samples_ms,
+            stored,
+            strict=strict and not update_baselines,
+            max_slowdown=gate.DEFAULT_MAX_SLOWDOWN if optimization.max_slowdown is None else optimization.max_slowdown,
+        ),
+    ]
+    if not is_reference:
+        checks.append(gate.speedup_check(key, speedup, optimization.min_speedup.get(device_type)))
+        ratio = optimization.max_memory_ratio.get(device_type)
+        checks.append(gate.memory_check(key, measurement.peak_memory_bytes, reference.peak_memory_bytes, ratio))
+    if update_baselines:
+        checks = [as_note(c) if c.name == "baseline" else c for c in checks]
+    unreliable = gate.clock_check(key, measurement.clocks)
+    if unreliable is not None:  # a throttled GPU: its times are noted, not judged
+        checks = [as_note(c) if c.name in ("baseline", "speedup") else c for c in checks] + [unreliable]
+    return checks
+
+
+def as_note(check: gate.Check) -> gate.Check:
+    """A slower time reported, not failed (under --update-baselines, or on a throttled GPU)."""
+    return dataclasses.replace(check, passed=None if check.passed is False else check.passed)
