@@ -1,0 +1,79 @@
+"""The run's ``PerfSession``, created when the first trainperf case is collected (it imports torch), with
+its device, its terminal progress lines and, under ``--profile``, its profiler set-up."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from trainperf.profile.child import ChildRun
+from trainperf.settings import Settings
+
+if TYPE_CHECKING:
+    import torch
+
+    from trainperf.session import PerfSession
+
+
+class LazySession:
+    """Holds the settings until a case needs the session; the xdist controller's merged lines too."""
+
+    def __init__(self, settings: Settings, child: ChildRun | None, config: pytest.Config, twin_only: bool) -> None:
+        self.settings = settings
+        self.child = child
+        self.config = config
+        self.twin_only = twin_only  # another plugin owns --profile: ours is --perf-profile alone
+        self.session: PerfSession | None = None
+        self.merged_lines: list[str] = []  # the xdist controller's summary of what its workers ran
+
+    def get(self) -> PerfSession:
+        if self.session is None:
+            self.session = self._start()
+        return self.session
+
+    def _start(self) -> PerfSession:
+        from trainperf import device as devices
+        from trainperf.session import PerfSession
+
+        try:
+            chosen = devices.choose_device(self.settings.device)
+        except RuntimeError as error:
+            raise pytest.UsageError(str(error)) from None
+        session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child)
+        session.progress = self._progress
+        if self.twin_only:
+            session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
+        if self.settings.profile != "off" and self.child is None:
+            self._set_up_profiling(session, chosen)
+        return session
+
+    def _progress(self, text: str) -> None:
+        """One ``trainperf: ...`` line on the terminal now, even while the test's output is captured."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(f"trainperf: {text}")
+
+    def _set_up_profiling(self, session: PerfSession, device: torch.device) -> None:
+        """The session's profiler backend, the profiles' folder and what the child's pytest needs."""
+        import os
+
+        import torch
+
+        from trainperf.profile.profiler import ProfileSetup, choose_backend
+
+        settings, config = self.settings, self.config
+        backend = choose_backend(settings.profile, device.type, os.environ, torch.__version__, session.note)
+        report = config.rootpath / ".trainperf" if settings.report is None else Path(settings.report).resolve()
+        args = ["--rootdir", str(config.rootpath), f"--perf-device={device.type}"]
+        if config.inipath is not None:
+            args += ["-c", str(config.inipath)]
+        root = report / "profiles"
+        session.profiling = ProfileSetup(backend, root, config.rootpath, tuple(args), settings.profile_timeout)
+        session.note(f"profiles written under {root}")

@@ -1,0 +1,65 @@
+"""What a run leaves at its end: baselines (under --update-baselines), their changes, the run document
+and the report; under xdist the controller merges its workers' documents."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trainperf import workers
+
+if TYPE_CHECKING:
+    from trainperf.session import PerfSession
+
+
+def publish(perf: PerfSession) -> None:
+    """Write the run's baselines, changes, run document and report, noting where each went."""
+    perf.write_baselines()
+    report = perf.settings.report
+    if perf.changes and report is not None:
+        from trainperf.report.baseline_changes import write_changes
+
+        path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, report)
+        perf.note(f"baseline changes written to {path}")
+    if report is not None and perf.results:
+        from trainperf.report.document import write_run_document
+
+        path = write_run_document(perf, report, workers.run_file(os.environ))
+        perf.note(f"run document written to {path}")
+        if workers.worker_id(os.environ) is None:
+            perf.note(write_report(path))
+
+
+def merge_workers(report: Path) -> list[str]:
+    """The controller of xdist workers: their run documents merged into run.json, and the report; the
+    lines that tell the terminal what the workers ran."""
+    from trainperf.report.document import cases_frame, load, merge
+    from trainperf.report.tables import display_cases
+
+    found = workers.worker_files(report)
+    if not found:
+        return []
+    merged = merge([load(path) for path in found])
+    path = report / workers.RUN_FILE
+    path.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+    names = ", ".join(p.name for p in found)
+    table = display_cases(cases_frame(merged["benchmarks"])).to_string(index=False).splitlines()
+    notes = [f"run documents of {len(found)} workers ({names}) merged into {path}", write_report(path)]
+    return table + ["note: " + note for note in [*merged["notes"], *notes]]
+
+
+def write_report(run_document: Path) -> str:
+    """report.html and report.md beside the run document; says where, or why not (the run stands)."""
+    from trainperf.report.document import load
+    from trainperf.report.experiment import build_report
+    from trainperf.report.pages import write_html, write_markdown
+
+    try:
+        report = build_report([load(run_document)])
+        html = write_html(report, run_document.parent)
+        write_markdown(report, run_document.parent)
+    except Exception as error:  # the run's results are written already: the report only adds a view of them
+        return f"report not written: {type(error).__name__}: {error}"
+    return f"report written to {html} (and report.md); re-render with: trainperf report {run_document} -o DIR"
