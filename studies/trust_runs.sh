@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A/A runs on a GPU machine: the suite run again and again against the baselines this machine recorded
 # (the first call records them with --update-baselines into $TRAINPERF_BASELINE_DIR), then optionally the
-# detection runs of ci/slowed_case.py. Packs run documents, JUnit files, logs and the baselines into
-# $OUT/NAME.tar.gz; read them with ci/trust_table.py.
-#   ci/trust_runs.sh NAME RUNS SECONDS TESTS...
+# detection runs of studies/slowed_case.py. Packs run documents, JUnit files, logs and the baselines into
+# $OUT/NAME.tar.gz; read them with studies/trust_table.py.
+#   studies/trust_runs.sh NAME RUNS SECONDS TESTS...
 # Starts no new run once SECONDS have passed. TRAINPERF_SLOWED_CASE=workload/case adds the detection runs.
 set -uo pipefail
 name=$1 runs=$2 seconds=$3
@@ -32,7 +32,7 @@ for run in $(seq 1 "$runs"); do
   timed "$stamp" "$@" --perf-report="$folder/$stamp"
 done
 if [[ -n ${TRAINPERF_SLOWED_CASE:-} ]]; then
-  timed detection ci/slowed_case.py --junitxml="$folder/detection.xml"
+  timed detection studies/slowed_case.py --junitxml="$folder/detection.xml"
 fi
 cp -r "$TRAINPERF_BASELINE_DIR" "$folder/baselines"
 tar -czf "$OUT/$name.tar.gz" -C /tmp/trust --exclude='profiles' "$name"

@@ -1,6 +1,6 @@
 """Measure candidate GPT-2 'stack' combinations on this GPU, one line each, to choose the suite's stack.
 
-    python ci/stack_sweep.py [--iters 20] [--warmup 5] [--only NAME...] [--traces DIR]
+    python experiments/stack_sweep.py [--iters 20] [--warmup 5] [--only NAME...] [--traces DIR]
 
 Each candidate is the suite's earlier ``stack`` case (batch 32, compile, CUDA graphs, bfloat16 residual)
 with another batch size, cross-entropy, attention backend, weight dtype, GELU implementation, BLAS
@@ -24,26 +24,30 @@ import pandas as pd
 import torch
 import torch._inductor.config
 from trainperf import stats
+from trainperf.case import CaseSpec
 from trainperf.device import peak_tflops
-from trainperf.profile.kernels import iteration_launches, kernel_table, read_torch_trace
-from trainperf.profile.replay import TRACE, marked_iteration
+from trainperf.profile.child import TRACE
+from trainperf.profile.launches import iteration_launches, kernel_table, read_torch_trace
+from trainperf.profile.replay import marked_iteration
 from trainperf.runner import Prepared, run_case
 from trainperf.workload import FULL
 
-from models.gemm_tuning import timings
-from models.gpt2 import GPT2
-from perf_tests.test_gpt2 import stack
+from kernels.gemm_tuning import timings
+from workloads.gpt2 import GPT2
+from workloads.ladders.gpt2 import stack
 
 TUNED = {"coordinate_descent_tuning": True}
 GEMM_TEMPLATES = {"max_autotune_gemm_backends": "ATEN,TRITON", "max_autotune_pointwise": False}
 TRITON_CE = {"cross_entropy": "triton"}
 BF16_WEIGHTS = {"param_dtype": "bfloat16"}
 FUSED = {**TRITON_CE, **BF16_WEIGHTS}
-GELU = {"triton_gelu_backward": True}
+GELU = {"mlp": "triton_gelu_backward"}
 LINEAR_CE = {**BF16_WEIGHTS, **GELU, "cross_entropy": "triton_linear"}
-CUBLASLT_GELU = {**FUSED, **GELU, "cublaslt_gelu": True}
-CUBLASLT_BIAS = {**FUSED, **GELU, "cublaslt_bias_grad": True}
-CUBLASLT_BOTH = {**CUBLASLT_GELU, "cublaslt_bias_grad": True}
+CUBLASLT_GELU = {**FUSED, "mlp": "cublaslt_gelu"}
+CUBLASLT_BIAS = {**FUSED, **GELU, "linear": "cublaslt_bias_grad"}
+CUBLASLT_BOTH = {**CUBLASLT_GELU, "linear": "cublaslt_bias_grad"}
+EPILOGUES = {"mlp": "cublaslt_epilogues"}
+TUNED_GEMMS = {"linear": "tuned"}
 PINNED = {"pin_memory": True, "non_blocking": True}  # no host sync at each batch's copy
 # The stack before the suite's took the sweep's best candidates (pinned copies, the Triton cross-entropy,
 # bfloat16 weights, the fused GELU backward, GELU's cuBLASLt epilogue, tuned GEMMs, batch 128): the
@@ -57,10 +61,8 @@ EARLIER_STACK = stack.but(
         "batch_scale": 4,
         "cross_entropy": "torch",
         "param_dtype": "float32",
-        "triton_gelu_backward": False,
-        "cublaslt_gelu": False,
-        "cublaslt_gelu_backward": False,
-        "tuned_gemms": False,
+        "mlp": "torch",
+        "linear": "torch",
     },
 )
 
@@ -77,16 +79,16 @@ class Candidate:
 CANDIDATES = {
     "earlier_stack": Candidate(),
     "stack": Candidate(  # the suite's
-        {**LINEAR_CE, "cublaslt_gelu_backward": True, "tuned_gemms": True, "batch_scale": 16}, PINNED
+        {**LINEAR_CE, **EPILOGUES, **TUNED_GEMMS, "batch_scale": 16}, PINNED
     ),
-    "cublaslt_gelu_stack": Candidate({**FUSED, **GELU, "cublaslt_gelu": True}, PINNED),  # the suite's before tuning
-    "tuned": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "tuned_gemms": True}, PINNED),
-    "tuned_b128": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "tuned_gemms": True, "batch_scale": 16}, PINNED),
-    "tuned_linear_ce": Candidate({**LINEAR_CE, "cublaslt_gelu": True, "tuned_gemms": True}, PINNED),
-    "tuned_dgelu": Candidate({**FUSED, "cublaslt_gelu_backward": True, "tuned_gemms": True}, PINNED),
-    "tuned_dgelu_linear_ce": Candidate({**LINEAR_CE, "cublaslt_gelu_backward": True, "tuned_gemms": True}, PINNED),
-    "cublaslt_gelu_b64": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "batch_scale": 8}, PINNED),
-    "cublaslt_gelu_b128": Candidate({**FUSED, **GELU, "cublaslt_gelu": True, "batch_scale": 16}, PINNED),
+    "cublaslt_gelu_stack": Candidate(CUBLASLT_GELU, PINNED),  # the suite's before tuning
+    "tuned": Candidate({**CUBLASLT_GELU, **TUNED_GEMMS}, PINNED),
+    "tuned_b128": Candidate({**CUBLASLT_GELU, **TUNED_GEMMS, "batch_scale": 16}, PINNED),
+    "tuned_linear_ce": Candidate({**LINEAR_CE, "mlp": "cublaslt_gelu", **TUNED_GEMMS}, PINNED),
+    "tuned_dgelu": Candidate({**FUSED, **EPILOGUES, **TUNED_GEMMS}, PINNED),
+    "tuned_dgelu_linear_ce": Candidate({**LINEAR_CE, **EPILOGUES, **TUNED_GEMMS}, PINNED),
+    "cublaslt_gelu_b64": Candidate({**CUBLASLT_GELU, "batch_scale": 8}, PINNED),
+    "cublaslt_gelu_b128": Candidate({**CUBLASLT_GELU, "batch_scale": 16}, PINNED),
     "fused_gelu_stack": Candidate({**FUSED, **GELU}, PINNED),  # the suite's before GELU's cuBLASLt epilogue
     "fused_cross_entropy": Candidate(TRITON_CE),
     "coordinate_descent": Candidate(inductor=TUNED),
@@ -144,7 +146,7 @@ def print_kernels(folder: Path, top: int = 12) -> None:
 
 
 def print_tuning() -> None:
-    """The GEMM shapes timed since the last call (models/gemm_tuning.py): PyTorch's time, the choice's."""
+    """The GEMM shapes timed since the last call (kernels/gemm_tuning.py): PyTorch's time, the choice's."""
     for key, times in timings().items():
         if key in _printed:
             continue
@@ -208,7 +210,7 @@ def main() -> None:
         try:
             torch.backends.cuda.preferred_blas_library(candidate.blas or default_blas)
             with torch._inductor.config.patch(candidate.inductor):
-                m = run_case(GPT2(), case, device, FULL, args.warmup, args.iters, tracer(folder, device))
+                m = run_case(CaseSpec(GPT2(), case, device, FULL, args.warmup, args.iters), tracer(folder, device))
         except Exception:
             print(f"{name}: failed\n{traceback.format_exc(limit=3)}", flush=True)
             continue

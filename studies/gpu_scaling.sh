@@ -3,8 +3,8 @@
 # the compiled cases (Inductor's caches, so that neither timed run pays for cold compiles), the selection
 # on one GPU with the whole host, then the same selection with -n GPUS --perf-gpu-per-worker --dist
 # worksteal. Prints each run's wall time, packs run documents and logs into $OUT/NAME.tar.gz (or into
-# /tmp/scaling when OUT is unset) and touches /tmp/scaling/NAME/done; ci/scaling_table.py compares the runs.
-#   ci/gpu_scaling.sh NAME GPUS PYTEST_ARGS...
+# /tmp/scaling when OUT is unset) and touches /tmp/scaling/NAME/done; studies/scaling_table.py compares the runs.
+#   studies/gpu_scaling.sh NAME GPUS PYTEST_ARGS...
 set -uo pipefail
 name=$1 gpus=$2
 shift 2

@@ -1,7 +1,7 @@
-"""Time the one-kernel cross-entropy with its gradient (models/fused_cross_entropy.py) for several
+"""Time the one-kernel cross-entropy with its gradient (kernels/fused_cross_entropy.py) for several
 launch shapes on this GPU, against the two kernels of the forward/backward version, at GPT-2's size.
 
-    python ci/cross_entropy_launch.py [--rows 32768] [--vocab 50304]
+    python experiments/cross_entropy_launch.py [--rows 32768] [--vocab 50304]
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 import triton.testing
 
-from models.fused_cross_entropy import fused_cross_entropy, loss_and_gradient
+from kernels.fused_cross_entropy import fused_cross_entropy, loss_and_gradient
 
 # programs per multiprocessor, warps, columns per load
 LAUNCHES = [(1, 32, 16384), (1, 16, 8192), (2, 16, 8192), (3, 16, 8192), (2, 8, 4096), (4, 8, 4096), (8, 4, 2048)]

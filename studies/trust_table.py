@@ -1,6 +1,6 @@
-"""The A/A and detection tables of ``ci/trust_runs.sh``'s output, as Markdown.
+"""The A/A and detection tables of ``studies/trust_runs.sh``'s output, as Markdown.
 
-    python ci/trust_table.py FOLDER... [--committed baselines/DEVICE.json]
+    python studies/trust_table.py FOLDER... [--committed baselines/DEVICE.json]
 
 Each FOLDER is one unpacked ``trust_runs.sh`` call: ``base/run.json`` (the run that recorded this
 machine's baselines), ``aa-*/run.json`` (runs gated against them) and ``detection.xml``.

@@ -1,7 +1,7 @@
 """Time every GEMM of a GPT-2 training iteration as PyTorch runs it and with each algorithm cuBLASLt's
-heuristic offers for it (models/cublaslt_epilogues.py), to see whether its first choice is the fastest.
+heuristic offers for it (kernels/cublaslt_epilogues.py), to see whether its first choice is the fastest.
 
-    python ci/gemm_algorithms.py [--tokens 32768] [--width 768]
+    python experiments/gemm_algorithms.py [--tokens 32768] [--width 768]
 
 For each linear layer y = x W.T (W: out x in) the three GEMMs of training: forward ``x @ W.T``, the
 input's gradient ``dy @ W`` and the weight's ``dy.T @ x``, in bfloat16. Times are medians of CUDA-event
@@ -18,8 +18,8 @@ from collections.abc import Callable
 import pandas as pd
 import torch
 
-from models.cublaslt_epilogues import EPILOGUE_DEFAULT, _gemm_with_epilogue, algorithm_count
-from models.gemm_tuning import call_times
+from kernels.cublaslt import EPILOGUE_DEFAULT, algorithm_count, gemm_with_epilogue
+from kernels.gemm_tuning import call_times
 
 REPEATS = 10  # calls per timing
 TIMINGS = 7  # timings per GEMM, the median kept
@@ -44,7 +44,7 @@ def layers(width: int) -> dict[str, tuple[int, int]]:
 def gemms(
     tokens: int, features: tuple[int, int]
 ) -> dict[str, tuple[Callable[[], torch.Tensor], tuple[torch.Tensor, torch.Tensor, tuple[bool, bool]]]]:
-    """The layer's three GEMMs: name -> (PyTorch's call, ``_gemm_with_epilogue``'s operands)."""
+    """The layer's three GEMMs: name -> (PyTorch's call, ``gemm_with_epilogue``'s operands)."""
     inputs, outputs = features
 
     def bf16(*shape: int) -> torch.Tensor:
@@ -71,12 +71,12 @@ def main() -> None:
             count = algorithm_count(a, b, transpose, EPILOGUE_DEFAULT)
             times: list[tuple[float, int]] = []
             for algorithm in range(count):
-                result = _gemm_with_epilogue(a, b, transpose, EPILOGUE_DEFAULT, algorithm=algorithm).float()
+                result = gemm_with_epilogue(a, b, transpose, EPILOGUE_DEFAULT, algorithm=algorithm).float()
                 error = ((result - expected).norm() / expected.norm()).item()
                 if error > 1e-2:
                     print(f"{layer} {kind}: algorithm {algorithm} differs from PyTorch by {error:.1e}, skipped")
                     continue
-                run = functools.partial(_gemm_with_epilogue, a, b, transpose, EPILOGUE_DEFAULT, algorithm=algorithm)
+                run = functools.partial(gemm_with_epilogue, a, b, transpose, EPILOGUE_DEFAULT, algorithm=algorithm)
                 times.append((milliseconds(run), algorithm))
             flops = 2.0 * args.tokens * features[0] * features[1]
             torch_ms = milliseconds(torch_call)

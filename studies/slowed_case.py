@@ -1,12 +1,12 @@
 """Detection power on a GPU: one case of the suite made slower by extra GPU work of known duration.
 
-Run on a GPU machine with the baseline folder of this machine (``ci/trust_runs.sh`` records one):
+Run on a GPU machine with the baseline folder of this machine (``studies/trust_runs.sh`` records one):
 
-    TRAINPERF_SLOWED_CASE=gpt2/amp_bf16 TRAINPERF_BASELINE_DIR=DIR pytest ci/slowed_case.py --junitxml=J
+    TRAINPERF_SLOWED_CASE=gpt2/amp_bf16 TRAINPERF_BASELINE_DIR=DIR pytest studies/slowed_case.py --junitxml=J
 
 Each item trains the case with ``torch.cuda._sleep`` added to every iteration, sized to a fraction of the
 case's stored median at the clock measured here first; the gate then judges it against that baseline as
-it would any case. ``ci/trust_table.py`` counts how often a slowdown was caught from the JUnit file.
+it would any case. ``studies/trust_table.py`` counts how often a slowdown was caught from the JUnit file.
 """
 
 from __future__ import annotations
@@ -22,10 +22,6 @@ from trainperf import baselines, stats
 from trainperf import device as devices
 from trainperf.fixture import TrainPerf
 
-from models.digits import Digits
-from models.gpt2 import GPT2
-
-WORKLOADS: dict[str, Any] = {"digits": Digits, "gpt2": GPT2}
 SLOWDOWNS = (0.03, 0.05, 0.10)
 RUNS = int(os.environ.get("TRAINPERF_SLOWED_RUNS", "10"))
 CASE = os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16")
@@ -81,10 +77,10 @@ def test_slowed(
     trainperf: TrainPerf, record_property: Any, spin: tuple[float, float], slowdown: float, run: int
 ) -> None:
     workload_name, optimization_name = CASE.split("/")
-    ladder = importlib.import_module(f"perf_tests.test_{workload_name}").LADDER
-    optimization = next(o for o in ladder if o.name == optimization_name)
+    ladder = importlib.import_module(f"workloads.ladders.{workload_name}").LADDER
+    optimization = next(o for o in ladder.cases if o.name == optimization_name)
     median_ms, rate = spin
     cycles = int(slowdown * median_ms * rate)
     record_property("trainperf_slowdown", slowdown)
     record_property("trainperf_spin_ms", round(cycles / rate, 4))
-    trainperf.run(Slowed(WORKLOADS[workload_name](), cycles), optimization)
+    trainperf.run(Slowed(ladder.workload, cycles), optimization, reference=ladder.reference)

@@ -1,9 +1,9 @@
 """Time GELU's backward pass through the down-projection at GPT-2's size, three ways, to choose one:
 
-    python ci/gelu_epilogue.py [--tokens 32768] [--width 768]
+    python experiments/gelu_epilogue.py [--tokens 32768] [--width 768]
 
 - the stack's: the GEMM ``dy @ W_down`` (PyTorch), then the Triton kernel writing GELU's gradient and
-  the bias gradient (models/fused_gelu.py);
+  the bias gradient (kernels/fused_gelu.py);
 - cuBLASLt's ``DGELU`` epilogue (GELU's gradient applied in that GEMM, reading the saved
   pre-activation), then the bias gradient as a sum over the tokens;
 - cuBLASLt's ``DGELU_BGRAD`` (the bias gradient in the epilogue too).
@@ -19,9 +19,10 @@ import functools
 
 import torch
 
-from ci.gemm_algorithms import milliseconds
-from models.cublaslt_epilogues import _gemm_with_epilogue, algorithm_count, linear_gelu_saving_input
-from models.fused_gelu import gelu_backward_and_bias_grad
+from experiments.gemm_algorithms import milliseconds
+from kernels.cublaslt import algorithm_count, gemm_with_epilogue
+from kernels.cublaslt_epilogues import linear_gelu_saving_input
+from kernels.fused_gelu import gelu_backward_and_bias_grad
 
 EPILOGUE_DGELU = 64 | 128  # cublasLt.h: CUBLASLT_EPILOGUE_DGELU, with the auxiliary-input bit
 EPILOGUE_DGELU_BGRAD = EPILOGUE_DGELU | 16
@@ -34,7 +35,7 @@ def stack_way(dy: torch.Tensor, w_down: torch.Tensor, pre: torch.Tensor) -> tupl
 def dgelu(
     dy: torch.Tensor, w_down: torch.Tensor, pre: torch.Tensor, algorithm: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    grad_pre = _gemm_with_epilogue(w_down, dy, (False, False), EPILOGUE_DGELU, aux=pre, algorithm=algorithm)
+    grad_pre = gemm_with_epilogue(w_down, dy, (False, False), EPILOGUE_DGELU, aux=pre, algorithm=algorithm)
     return grad_pre, grad_pre.sum(0, dtype=torch.float32)
 
 
@@ -42,7 +43,7 @@ def dgelu_bgrad(
     dy: torch.Tensor, w_down: torch.Tensor, pre: torch.Tensor, algorithm: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     bias_grad = torch.empty(pre.shape[1], dtype=pre.dtype, device=pre.device)
-    grad_pre = _gemm_with_epilogue(w_down, dy, (False, False), EPILOGUE_DGELU_BGRAD, bias_grad, pre, algorithm)
+    grad_pre = gemm_with_epilogue(w_down, dy, (False, False), EPILOGUE_DGELU_BGRAD, bias_grad, pre, algorithm)
     return grad_pre, bias_grad
 
 
@@ -76,7 +77,7 @@ def main() -> None:
             except RuntimeError as error:
                 print(f"{name} algorithm {algorithm}: {error}")
                 continue
-            gemm = functools.partial(_gemm_with_epilogue, w_down, dy, (False, False), epilogue, algorithm=algorithm)
+            gemm = functools.partial(gemm_with_epilogue, w_down, dy, (False, False), epilogue, algorithm=algorithm)
             alone = milliseconds(functools.partial(gemm, aux=pre, bias=None if epilogue == EPILOGUE_DGELU else bias))
             errors = f"{relative_error(grad, expected_grad):.1e}, {relative_error(bias, expected_bias):.1e}"
             total = milliseconds(run)

@@ -3,7 +3,7 @@
 * a bf16 4096 x 4096 x 4096 matmul: 2 * 4096**3 FLOPs, compute-bound;
 * an fp32 ``a + b`` of 2**25 elements each: reads 2 x 128 MiB and writes 128 MiB, memory-bound.
 
-    python ci/truth_kernels.py   # under nsys or ncu with the capture range from cudaProfilerStart/Stop
+    python experiments/truth_kernels.py   # under nsys or ncu with the capture range from cudaProfilerStart/Stop
 """
 
 from __future__ import annotations

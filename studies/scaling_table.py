@@ -1,7 +1,7 @@
-"""Compare the two timed runs of ``ci/gpu_scaling.sh``, as Markdown: wall times, and per case its time
+"""Compare the two timed runs of ``studies/gpu_scaling.sh``, as Markdown: wall times, and per case its time
 on one GPU against its time on its worker's GPU.
 
-    python ci/scaling_table.py FOLDER
+    python studies/scaling_table.py FOLDER
 
 FOLDER is one unpacked ``gpu_scaling.sh`` run: ``walls.txt``, ``one_gpu/run.json``, and ``workers/``
 with the merged ``run.json`` and each worker's ``run-gwK.json``.
