@@ -15,6 +15,7 @@ from trainperf.profile.backend import Job, Profile, ProfileError, child_argv, fr
 from trainperf.profile.ncu_raw import read_ncu_raw
 from trainperf.profile.profiler import case_folder, choose_backend
 from trainperf.profile.roofline import roofline
+from trainperf.profile.torchprof import TorchProfiler
 
 DATA = Path(__file__).parent / "data"
 NODE = "perf_tests/test_gpt2.py::test_gpt2[stack] ; rm -rf $HOME"  # brackets, spaces, shell syntax
@@ -54,21 +55,22 @@ def test_backend_falls_back_with_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tools, "INSTALL_GLOBS", {"nsys": (), "ncu": ()})
     notes: list[str] = []
     backend = choose_backend("ncu", "cuda", {"PATH": ""}, "2.11.0", notes.append)
-    assert backend.name == "torch" and not backend.traces_in_test
+    assert backend.name == "torch"
     assert notes == [
         "ncu not found: set TRAINPERF_NCU to its path or put it on PATH: no roofline, Top-5 only",
         "nsys not found: set TRAINPERF_NSYS to its path or put it on PATH: torch.profiler finds the Top-5 instead",
     ]
 
 
-def test_ncu_takes_its_top5_from_the_test_process_trace(tmp_path: Path) -> None:
+def test_ncu_takes_its_top5_from_a_child_trace_never_from_the_test_process(tmp_path: Path) -> None:
     executable(tmp_path / "ncu", f"cat {DATA / 'ncu.version'}")
     notes: list[str] = []
     backend = choose_backend("ncu", "cuda", {"PATH": str(tmp_path)}, "2.11.0", notes.append)
-    assert backend.name == "ncu" and backend.traces_in_test
+    assert backend.name == "ncu" and isinstance(backend.timeline, TorchProfiler)
     assert notes == [f"profiler: ncu 2025.3.1.0 ({tmp_path / 'ncu'})"]
-    with pytest.raises(ProfileError, match=r"the test process wrote no trace\.json in"):
+    with pytest.raises(ProfileError, match=r"python.* exited with status 4"):  # the torch child, on no such node
         backend.profile(job(tmp_path))
+    assert (tmp_path / "out" / "torch.log").is_file()
 
 
 def test_child_is_this_python_running_pytest_on_the_node_without_a_shell(tmp_path: Path) -> None:

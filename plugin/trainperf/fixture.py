@@ -6,7 +6,6 @@ the case under a profiler, ``session`` keeps the record that every report reads.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from trainperf.case import REFERENCE, CaseSpec, Optimization
 from trainperf.measurement import Measurement
 from trainperf.profile.roofline import RooflinePoint
 from trainperf.report import junit, lines
-from trainperf.runner import Prepared, release_memory, run_case
+from trainperf.runner import release_memory, run_case
 from trainperf.session import CaseResult, PerfSession
 from trainperf.workload import Workload
 
@@ -33,7 +32,6 @@ class TrainPerf:
     marker_iters: int | None
     marker_warmup: int | None
     record_property: Callable[[str, object], None]
-    trace_s: float = 0.0  # what tracing one more iteration in this process cost (part of profiling's cost)
 
     def run(
         self, workload: Workload, optimization: Optimization, reference: Optimization | None = None
@@ -95,7 +93,7 @@ class TrainPerf:
         if spec.optimization.ddp is not None:
             return self._measure_data_parallel(spec)
         try:
-            return run_case(spec, self._tracer(spec.key))
+            return run_case(spec)
         except torch.OutOfMemoryError as error:
             out_of_memory = str(error).strip().splitlines()[0][:300]
         release_memory(spec.device)  # outside the except block: its traceback no longer holds the case's tensors
@@ -113,26 +111,6 @@ class TrainPerf:
         except distributed.DistributedError as error:
             failure = str(error)
         pytest.fail(f"{spec.key}: data-parallel run failed: {failure}", pytrace=False)
-
-    def _tracer(self, key: str) -> Callable[[Prepared], None] | None:
-        """With a profiler that reads the test process's own trace: one more iteration, traced after the
-        timed run; a failure there is a note, the case's measurement stands."""
-        profiling = self.session.profiling
-        if profiling is None or not profiling.backend.traces_in_test:
-            return None
-        folder, device = profiling.folder(key), self.session.device
-
-        def trace(case: Prepared) -> None:
-            from trainperf.profile.replay import marked_iteration
-
-            started = time.perf_counter()
-            try:
-                marked_iteration(case, device, folder, torch_profiler=True, cuda_profiler=False)
-            except Exception as error:  # the timed run is done: a tracing failure only loses the profile
-                self.session.note(f"{key}: iteration not traced: {type(error).__name__}: {error}")
-            self.trace_s = time.perf_counter() - started
-
-        return trace
 
     def _reference(self, spec: CaseSpec, measurement: Measurement, declared: Optimization | None) -> Measurement:
         """The workload's reference case of this run; measured now if no reference case ran yet."""
@@ -192,7 +170,6 @@ class TrainPerf:
         backend = session.profiling.backend
         session.progress(f"{result.key}: profiling with {backend.name} (files in {job.out_dir})")
         case = profile_case(backend, job)
-        case.seconds += self.trace_s
         session.progress(f"{result.key}: {backend.name} done in {case.seconds:.0f} s")
         if case.profile is not None and case.profile.roofline:
             case.files.append(_plot(case.profile.roofline, job.out_dir / "roofline.png", result.key, session))

@@ -2,7 +2,7 @@
 re-runs it, and the profile it yields (Top-5 kernels, bottleneck verdict, roofline, raw files).
 
 Backends: ``torchprof`` (torch.profiler), ``nsys`` (Nsight Systems), ``ncu`` (Nsight Compute on the
-Top-5 of the test process's own torch.profiler trace). No torch or pytest here: the child is
+Top-5 of a child's torch.profiler trace). No torch or pytest here: the child is
 ``python -m pytest <nodeid>``, started without a shell.
 """
 
@@ -62,7 +62,6 @@ class Profile:
 
 class Backend(Protocol):
     name: str
-    traces_in_test: bool  # needs the test process's own trace of one iteration (``trace.json``)
 
     def profile(self, job: Job) -> Profile:
         """Re-run the job's node under the tool; raises ProfileError with a one-line reason."""

@@ -1,4 +1,4 @@
-"""Nsight Compute backend: the Top-5 comes from the test process's own torch.profiler trace, then ncu
+"""Nsight Compute backend: the Top-5 comes from a child's torch.profiler trace, then ncu
 profiles only those kernels (by function name), only inside the marked iteration (``--profile-from-start
 off``), one launch per launch configuration, with the GPU's clocks left as they are (``--clock-control
 none``). Each profiled launch is matched back to its Top-5 kernel by function name, grid and block, and
@@ -20,7 +20,7 @@ from trainperf.profile.tools import Tool
 REPORT = "ncu"  # ncu.ncu-rep and ncu.csv in the job's folder
 SECTIONS = ("SpeedOfLight", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart")
 PIPE_METRICS = tuple(PIPE.format(op) for parts in PIPE_FLOPS.values() for op, _ in parts)
-# the test process compiled this case already, so the child's compile hits the caches: no worker pool
+# the test process and the torch child compiled this case already: the child's compile hits the caches
 CHILD_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 LOOK_ALIKE = (
     "not profiled: another Top-5 kernel has its function name, grid, block and registers; ncu cannot tell them apart"
@@ -54,11 +54,10 @@ def import_argv(tool: Tool, job: Job) -> list[str]:
 
 class NcuProfiler:
     name = "ncu"
-    traces_in_test = True
 
     def __init__(self, tool: Tool, timeline: Backend) -> None:
         self.tool = tool
-        self.timeline = timeline  # the test process's trace
+        self.timeline = timeline  # the child's torch.profiler trace: the Top-5 to profile
 
     def profile(self, job: Job) -> Profile:
         found = self.timeline.profile(job)

@@ -34,7 +34,6 @@ def export_argv(tool: Tool, job: Job) -> list[str]:
 
 class NsysProfiler:
     name = "nsys"
-    traces_in_test = False
 
     def __init__(self, tool: Tool) -> None:
         self.tool = tool

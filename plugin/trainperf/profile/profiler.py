@@ -13,7 +13,7 @@ from trainperf.profile import tools
 from trainperf.profile.backend import Backend, Job, Profile, ProfileError
 from trainperf.profile.ncu import NcuProfiler
 from trainperf.profile.nsys import NsysProfiler
-from trainperf.profile.torchprof import InProcessTrace, TorchProfiler
+from trainperf.profile.torchprof import TorchProfiler
 
 
 @dataclass
@@ -63,7 +63,7 @@ def choose_backend(
             note(f"{error}: no roofline, Top-5 only")
         else:
             note(f"profiler: {ncu.describe()}")
-            return NcuProfiler(ncu, InProcessTrace(torch_version))
+            return NcuProfiler(ncu, torch_backend)
     try:
         nsys = tools.find("nsys", environ)
     except tools.ToolError as error:

@@ -1,5 +1,5 @@
-"""The child side of profiling: the case in a fresh process, warmed up, then exactly one marked iteration
-(the test process itself traces one such iteration of its warm case for ``--profile=ncu``).
+"""The child side of profiling: the case in a fresh process, warmed up, then exactly one marked iteration.
+No profiler runs in the test process, where cases are timed.
 
 The marked iteration runs between ``cudaProfilerStart`` and ``cudaProfilerStop`` inside the NVTX range
 ``trainperf_iteration`` (so nsys and ncu capture only it), its phases as NVTX ranges; with ``torch`` the
