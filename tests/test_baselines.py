@@ -105,3 +105,21 @@ def test_any_malformed_content_raises_baseline_error_only(tmp_path: Path, text: 
         assert str(path) in str(error)
     else:
         assert all(entry["samples_ms"] for entry in cases.values())
+
+
+def test_run_medians_are_kept_and_an_older_entry_holds_one(tmp_path: Path) -> None:
+    path = baselines.baseline_path(tmp_path, "dev")
+    baselines.update(path, "dev", {"w/a": {**entry(10.0), "run_medians_ms": [9.9, 10.0, 10.4]}, "w/old": entry(5.0)})
+    stored = baselines.load(path)
+    assert baselines.run_medians(stored["w/a"]) == [9.9, 10.0, 10.4]
+    assert baselines.run_medians(stored["w/old"]) == [5.0]  # recorded before runs were kept apart
+    changes = baselines.update(path, "dev", {"w/a": {**entry(11.0), "run_medians_ms": [11.0, 11.1, 10.9]}})
+    assert changes[0].old_median_ms == pytest.approx(10.1) and changes[0].new_median_ms == pytest.approx(11.0)
+
+
+def test_run_medians_that_are_not_positive_numbers_name_the_case(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    bad = {**entry(10.0), "run_medians_ms": [10.0, -1]}
+    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": bad}}))
+    with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'run_medians_ms'"):
+        baselines.load(path)

@@ -1,4 +1,5 @@
 import math
+import statistics
 
 import pytest
 from hypothesis import given
@@ -52,3 +53,28 @@ def test_relative_change() -> None:
     assert stats.relative_change(105.0, 100.0) == pytest.approx(0.05)
     with pytest.raises(ValueError):
         stats.relative_change(1.0, 0.0)
+
+
+def test_run_noise_is_a_prediction_interval_of_the_run_medians() -> None:
+    noise = stats.run_noise([100.0, 102.0, 98.0, 101.0, 99.0], floor=0.01, fallback=0.10)
+    assert noise.runs == 5 and noise.center_ms == 100.0
+    assert noise.spread == pytest.approx(statistics.stdev([100, 102, 98, 101, 99]) / 100)
+    t = 3.7469  # Student's t at 0.99 with 4 degrees of freedom
+    assert noise.threshold == pytest.approx(t * noise.spread * math.sqrt(1.2), rel=1e-3)
+
+
+def test_run_noise_never_below_the_floor_and_falls_back_with_too_few_runs() -> None:
+    assert stats.run_noise([10.0, 10.0, 10.0], floor=0.03, fallback=0.10).threshold == 0.03
+    two = stats.run_noise([10.0, 11.0], floor=0.03, fallback=0.10)
+    assert not two.measured and two.threshold == 0.10 and two.center_ms == 10.5
+    with pytest.raises(ValueError, match="no run medians"):
+        stats.run_noise([], floor=0.03, fallback=0.10)
+
+
+@given(st.lists(st.floats(min_value=1.0, max_value=1e3), min_size=3, max_size=20))
+def test_more_spread_never_lowers_the_threshold(medians: list[float]) -> None:
+    center = statistics.fmean(medians)
+    wider = [center + 2 * (m - center) for m in medians]
+    if min(wider) <= 0:
+        return
+    assert stats.run_noise(wider, 0.0, 0.1).threshold >= stats.run_noise(medians, 0.0, 0.1).threshold * 0.999

@@ -12,6 +12,7 @@ import fcntl
 import json
 import math
 import os
+import statistics
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -79,10 +80,11 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
     missing = [key for key in REQUIRED_ENTRY_KEYS if key not in entry]
     if missing:
         raise BaselineError(f"{path}: case {name!r} lacks {', '.join(missing)}")
-    samples = entry["samples_ms"]
-    valid = isinstance(samples, list) and samples and all(_is_positive_number(x) for x in samples)
-    if not valid:
-        raise BaselineError(f"{path}: case {name!r} needs 'samples_ms' as a non-empty list of positive numbers")
+    for key in ("samples_ms", "run_medians_ms"):
+        values = entry.get(key, [1.0])  # run_medians_ms is absent from files recorded before it existed
+        valid = isinstance(values, list) and values and all(_is_positive_number(x) for x in values)
+        if not valid:
+            raise BaselineError(f"{path}: case {name!r} needs {key!r} as a non-empty list of positive numbers")
 
 
 def _is_positive_number(value: Any) -> bool:
@@ -101,7 +103,14 @@ def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) 
 
 
 def _median(entry: dict[str, Any] | None) -> float | None:
-    return None if entry is None else float(entry["summary"]["median"])
+    """The entry's center: the mean of its run medians, as the gate takes it."""
+    return None if entry is None else statistics.fmean(run_medians(entry))
+
+
+def run_medians(entry: Mapping[str, Any]) -> list[float]:
+    """The median of each independent run the entry holds; an entry recorded before runs were kept apart
+    holds one, the median of its samples."""
+    return [float(x) for x in entry.get("run_medians_ms") or [entry["summary"]["median"]]]
 
 
 @contextlib.contextmanager

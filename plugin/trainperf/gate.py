@@ -13,10 +13,13 @@ from typing import Any
 
 from trainperf import stats
 
-# A slowdown fails only when it is both statistically clear and larger than this effect size: 3% lies
-# beyond the run-to-run spread of GPU-bound cases on the H100 (at most +0.6% in A/A runs) and below the
-# 5% a gate must catch. Cases whose time rides on the host CPU declare a wider one.
-DEFAULT_MAX_SLOWDOWN = 0.03
+# The smallest slowdown the gate judges, whatever the measured noise: above the run-to-run spread of
+# GPU-bound cases and below the 5% a gate must catch (docs/evidence/trust.md). A case may declare a
+# larger floor, with its reason, up to case.MAX_SLOWDOWN_FLOOR.
+DEFAULT_FLOOR = 0.03
+# A baseline of fewer than stats.MIN_RUNS runs has no measured noise: it judges only slowdowns this large,
+# and only when the iterations tell them apart (Mann-Whitney U, p < DEFAULT_ALPHA).
+FALLBACK_THRESHOLD = 0.10
 DEFAULT_ALPHA = 0.01
 UNRELIABLE = "unreliable"
 # NVML clock event reasons that slow every kernel: a time measured under them says little about the code
@@ -84,30 +87,53 @@ def accuracy_check(
     )
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A case's stored times: every timed iteration, and the median of each independent run."""
+
+    samples_ms: Sequence[float]
+    run_medians_ms: Sequence[float]
+
+    def noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise:
+        return stats.run_noise(self.run_medians_ms, floor, FALLBACK_THRESHOLD)
+
+
 def baseline_check(
     case: str,
     current: Sequence[float],
-    baseline: Sequence[float] | None,
+    baseline: Baseline | None,
     *,
     strict: bool,
-    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    floor: float = DEFAULT_FLOOR,
     alpha: float = DEFAULT_ALPHA,
 ) -> Check:
-    """Time per iteration must not be slower than the stored baseline beyond noise: it fails only
-    when Mann-Whitney U says 'slower' (p < alpha) and the median slowed by more than ``max_slowdown``."""
-    if not baseline:
+    """This run's median must not exceed the stored runs' by more than their measured noise allows
+    (``stats.RunNoise.threshold``, at least ``floor``). Without measured noise (a baseline of fewer than
+    ``stats.MIN_RUNS`` runs) only a slowdown beyond ``FALLBACK_THRESHOLD`` that Mann-Whitney U confirms
+    over the iterations (p < alpha) fails."""
+    if baseline is None:
         message = f"{case}: no stored baseline for this device"
         if strict:
             return Check("baseline", False, message + " (--perf-strict); record one with --update-baselines")
         return Check("baseline", None, message + "; record one with --update-baselines")
+    noise = baseline.noise(floor)
     now = stats.summarize(current).median
-    before = stats.summarize(baseline).median
-    delta = stats.relative_change(now, before)
-    p_value = stats.slower_p_value(current, baseline)
-    figures = f"median {now:.3f} ms vs baseline {before:.3f} ms ({delta:+.1%}, p={p_value:.2g})"
-    if delta > max_slowdown and p_value < alpha:
-        return Check("baseline", False, f"{case}: slower than baseline: {figures}, allowed {max_slowdown:.0%}")
-    return Check("baseline", True, f"{case}: {figures}")
+    delta = stats.relative_change(now, noise.center_ms)
+    figures = f"median {now:.3f} ms vs baseline {noise.center_ms:.3f} ms ({delta:+.1%})"
+    if noise.measured:
+        assert noise.spread is not None
+        allowance = f"noise {noise.spread:.1%} over {noise.runs} runs: a slowdown counts beyond {noise.threshold:.1%}"
+        slower = delta > noise.threshold
+    else:
+        p_value = stats.slower_p_value(current, baseline.samples_ms)
+        allowance = (
+            f"p={p_value:.2g}; the baseline holds {noise.runs} run, its noise unmeasured: a slowdown counts beyond "
+            f"{noise.threshold:.0%} (re-record with --update-baselines to measure it)"
+        )
+        slower = delta > noise.threshold and p_value < alpha
+    if slower:
+        return Check("baseline", False, f"{case}: slower than baseline: {figures}; {allowance}")
+    return Check("baseline", True, f"{case}: {figures}; {allowance}")
 
 
 def speedup_check(case: str, speedup: float | None, minimum: float | None) -> Check:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +28,26 @@ class Measurement:
     clocks: dict[str, Any] = field(default_factory=dict)
     sample_unit: str = "samples"
     communication: dict[str, Any] | None = None  # data-parallel cases: processes, all-reduce, overlap
+    run_medians_ms: list[float] = field(default_factory=list)  # one per independent run; [] for one run
 
     def per_second(self, amount: float, median_ms: float) -> float:
         """``amount`` done per iteration, per second at the median iteration time."""
         return amount / (median_ms / 1000.0)
+
+
+def combined(runs: Sequence[Measurement]) -> Measurement:
+    """Independent runs of one case (each built, warmed up and timed afresh) as one measurement: every
+    timed iteration, each run's median; accuracy, losses and compile time of the first run, peak memory
+    the highest, the clocks of the first run with every run's throttle reasons."""
+    first = runs[0]
+    throttles = sorted({t for run in runs for reading in run.clocks.values() if reading for t in reading["throttle"]})
+    during = {**(first.clocks.get("during") or {}), "throttle": throttles}
+    peaks = [run.peak_memory_bytes for run in runs if run.peak_memory_bytes is not None]
+    return dataclasses.replace(
+        first,
+        samples_ms=[x for run in runs for x in run.samples_ms],
+        reader_ms=[x for run in runs for x in run.reader_ms],
+        peak_memory_bytes=max(peaks) if peaks else None,
+        clocks={**first.clocks, "during": during, "after": runs[-1].clocks.get("after")},
+        run_medians_ms=[statistics.median(run.samples_ms) for run in runs],
+    )

@@ -42,6 +42,8 @@ class CaseResult:
     peak_flops: float | None = None  # the device's dense bf16 peak, FLOP/s, for MFU
     profile: CaseProfile | None = None  # with --profile
     baseline_summary: stats.Summary | None = None  # the stored baseline's samples, summarized
+    min_detectable: float | None = None  # the smallest slowdown the gate can tell from this case's noise
+    confirmation: dict[str, Any] | None = None  # the first measurement, when the case was measured again
 
     @property
     def verdict(self) -> str:
@@ -90,6 +92,7 @@ class PerfSession:
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
     progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
+    confirmations: int = 0  # cases measured again before failing, in this session
 
     @property
     def baseline_file(self) -> Path:
@@ -116,9 +119,11 @@ class PerfSession:
         """Read this device's baseline file; raises BaselineError for an unusable file."""
         self.stored = baselines.load(self.baseline_file)
 
-    def stored_samples(self, key: str) -> list[float] | None:
+    def stored_baseline(self, key: str) -> gate.Baseline | None:
         entry = self.stored.get(key)
-        return None if entry is None else [float(x) for x in entry["samples_ms"]]
+        if entry is None:
+            return None
+        return gate.Baseline([float(x) for x in entry["samples_ms"]], baselines.run_medians(entry))
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -143,6 +148,7 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
     m = result.measurement
     return {
         "samples_ms": m.samples_ms,
+        "run_medians_ms": m.run_medians_ms or [result.summary.median],
         "summary": result.summary.as_dict(),
         "accuracy": {"metric": result.metric_name, "value": m.metric},
         "peak_memory_bytes": m.peak_memory_bytes,

@@ -14,6 +14,7 @@ from typing import Any
 
 PROFILERS = ("off", "torch", "nsys", "ncu")
 DEVICES = ("auto", "cuda", "cpu")
+UPDATE_RUNS = 3  # independent runs of each case that --update-baselines records
 
 
 class SettingError(ValueError):
@@ -139,6 +140,22 @@ OPTIONS: dict[str, OptionSpec] = {
             in_marker=True,
         ),
         OptionSpec(
+            "runs",
+            "--perf-runs",
+            "independent runs of each case (each built, warmed up and timed afresh), whose medians give its "
+            "run-to-run noise (default: 3 under --update-baselines, else 1)",
+            _positive_int,
+            None,
+        ),
+        OptionSpec(
+            "confirmations",
+            "--perf-confirmations",
+            "at most this many cases that look slower than their baseline (or short of their speedup) are "
+            "measured again before they fail; 0: none",
+            _non_negative_int,
+            10,
+        ),
+        OptionSpec(
             "device",
             "--perf-device",
             "where cases run: auto (cuda when present, else cpu with tiny sizes), cuda or cpu",
@@ -230,6 +247,15 @@ class Settings:
     peak_tflops: float | None = None
     profile_timeout: float = 900.0
     gpu_per_worker: bool = False
+    runs: int | None = None
+    confirmations: int = 10
+
+    @property
+    def runs_per_case(self) -> int:
+        """Independent runs of each case: 3 when recording baselines (their noise is measured), else 1."""
+        if self.runs is not None:
+            return self.runs
+        return UPDATE_RUNS if self.update_baselines else 1
 
 
 def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
@@ -248,5 +274,7 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         peak_tflops=values["peak_tflops"].value,
         profile_timeout=values["profile_timeout"].value,
         gpu_per_worker=values["gpu_per_worker"].value,
+        runs=values["runs"].value,
+        confirmations=values["confirmations"].value,
         sources={name: resolved.source for name, resolved in values.items()},
     )

@@ -1,4 +1,5 @@
-"""Per-iteration samples -> a frozen summary, and comparisons between sample sets.
+"""Per-iteration samples -> a frozen summary, comparisons between sample sets, and the run-level noise
+that decides how large a slowdown the gate can tell from chance.
 
 Pure: no torch, no pytest. Order statistics come from pytest-benchmark's ``Stats`` so that the
 summary fields (median, iqr, q1, q3, ...) mean exactly what they mean in pytest-benchmark's JSON.
@@ -7,6 +8,7 @@ summary fields (median, iqr, q1, q3, ...) mean exactly what they mean in pytest-
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -15,6 +17,8 @@ from pytest_benchmark.stats import Stats as _BenchmarkStats
 from scipy import stats as _scipy_stats
 
 CONFIDENCE = 0.95
+GATE_CONFIDENCE = 0.99  # a run of unchanged code is judged slower at most 1% of the time by chance
+MIN_RUNS = 3  # run medians needed before their spread is taken as the noise
 
 
 @dataclass(frozen=True)
@@ -95,3 +99,35 @@ def relative_change(current: float, reference: float) -> float:
 def summary_from_dict(data: dict[str, Any]) -> Summary:
     """Rebuild a Summary stored by ``Summary.as_dict``."""
     return Summary(**{name: data[name] for name in Summary.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class RunNoise:
+    """How much the median of a whole run moves between independent runs of the same code.
+
+    ``threshold`` is the slowdown beyond which a new run's median lies outside the one-sided
+    ``GATE_CONFIDENCE`` prediction interval of the stored runs (Student's t, for few runs), and never
+    below ``floor``; ``spread`` is None with fewer than ``MIN_RUNS`` runs, when ``threshold`` is the
+    caller's fallback."""
+
+    runs: int
+    center_ms: float  # mean of the run medians
+    spread: float | None  # relative standard deviation of the run medians
+    threshold: float
+
+    @property
+    def measured(self) -> bool:
+        return self.spread is not None
+
+
+def run_noise(run_medians_ms: Sequence[float], floor: float, fallback: float) -> RunNoise:
+    """The noise of ``run_medians_ms`` (one median per independent run, at least one)."""
+    if not run_medians_ms:
+        raise ValueError("no run medians")
+    n = len(run_medians_ms)
+    center = statistics.fmean(run_medians_ms)
+    if n < MIN_RUNS:
+        return RunNoise(n, center, None, max(floor, fallback))
+    spread = statistics.stdev(run_medians_ms) / center
+    t = float(_scipy_stats.t.ppf(GATE_CONFIDENCE, n - 1))
+    return RunNoise(n, center, spread, max(floor, t * spread * math.sqrt(1 + 1 / n)))

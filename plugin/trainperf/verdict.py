@@ -8,7 +8,6 @@ time is reported, not failed; on a throttled GPU neither the time nor the speedu
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 from trainperf import gate
 from trainperf.case import REFERENCE, Metric, Optimization
@@ -22,7 +21,7 @@ def judge(
     measurement: Measurement,
     reference: Measurement,
     speedup: float,
-    stored: Sequence[float] | None,
+    stored: gate.Baseline | None,
     *,
     device_type: str,
     strict: bool,
@@ -49,7 +48,7 @@ def judge(
             measurement.samples_ms,
             stored,
             strict=strict and not update_baselines,
-            max_slowdown=gate.DEFAULT_MAX_SLOWDOWN if optimization.max_slowdown is None else optimization.max_slowdown,
+            floor=slowdown_floor(optimization),
         ),
     ]
     if not is_reference:
@@ -62,6 +61,15 @@ def judge(
     if unreliable is not None:  # a throttled GPU: its times are noted, not judged
         checks = [as_note(c) if c.name in ("baseline", "speedup") else c for c in checks] + [unreliable]
     return checks
+
+
+def slowdown_floor(optimization: Optimization) -> float:
+    return gate.DEFAULT_FLOOR if optimization.slowdown_floor is None else optimization.slowdown_floor
+
+
+def min_detectable_slowdown(optimization: Optimization, stored: gate.Baseline | None) -> float | None:
+    """The smallest slowdown the gate can tell from this case's noise (None without a baseline)."""
+    return None if stored is None else stored.noise(slowdown_floor(optimization)).threshold
 
 
 def as_note(check: gate.Check) -> gate.Check:

@@ -66,6 +66,9 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "metric": {"name": result.metric_name, "value": m.metric, "initial": m.initial_metric},
             "speedup": result.speedup,
             "baseline_median_ms": result.baseline_median_ms,
+            "min_detectable_slowdown": result.min_detectable,
+            "run_medians_ms": m.run_medians_ms or [result.summary.median],
+            "confirmation": result.confirmation,
             "baseline_summary_ms": None if result.baseline_summary is None else result.baseline_summary.as_dict(),
             "samples_per_iteration": m.samples_per_iteration,
             "samples_per_second": result.samples_per_second,
@@ -192,6 +195,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "delta": None if not baseline else summary["median"] / baseline - 1.0,
                 "first_step_s": info.get("first_step_s"),
                 "reader_share": info.get("reader_share"),
+                "min_detectable": info.get("min_detectable_slowdown"),
                 "verdict": info["verdict"],
                 "source": case.get("source"),
             }

@@ -18,6 +18,7 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
         "trainperf_iqr_ms": round(summary["iqr"], 4),
         "trainperf_speedup": None if speedup is None else round(speedup, 3),
         "trainperf_baseline_ms": info["baseline_median_ms"],
+        "trainperf_min_detectable_slowdown": info["min_detectable_slowdown"],
         "trainperf_samples_per_s": round(info["samples_per_second"], 1),
         "trainperf_sample_unit": info["sample_unit"],
         "trainperf_mfu": None if mfu is None else round(mfu, 4),

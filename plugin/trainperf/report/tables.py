@@ -11,14 +11,16 @@ from trainperf.report.units import rate_text
 
 
 def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
-    """The cases table as text (``document.cases_frame`` gives the figures): median ± IQR, baseline,
-    speedup, throughput, MFU, data wait, accuracy, memory, compile time, verdict."""
+    """The cases table as text (``document.cases_frame`` gives the figures): median ± IQR, baseline, the
+    smallest slowdown the gate detects at the case's measured noise, speedup, throughput, MFU, data
+    wait, accuracy, memory, compile time, verdict."""
     return pd.DataFrame(
         {
             "case": frame["case"],
             "ms/iter (± IQR)": [f"{m:.3f} ± {q:.3f}" for m, q in zip(frame["median_ms"], frame["iqr_ms"], strict=True)],
             "baseline ms": ["" if pd.isna(v) else f"{v:.3f}" for v in frame["baseline_ms"]],
             "vs baseline": ["" if pd.isna(v) else f"{v:+.1%}" for v in frame["delta"]],
+            "detects": [percent(v) for v in frame["min_detectable"]],
             "speedup": ["" if pd.isna(s) else f"{s:.2f}x" for s in frame["speedup"]],
             "throughput/s": [rate_text(v, u) for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
             "MFU": [percent(v) for v in frame["mfu"]],

@@ -1,0 +1,41 @@
+"""Independent runs of a case combined into one measurement, and the floor a case may declare."""
+
+from __future__ import annotations
+
+import pytest
+from trainperf import Optimization
+from trainperf.measurement import Measurement, combined
+
+
+def run(samples: list[float], peak: int, throttle: list[str]) -> Measurement:
+    reading = {"throttle": throttle, "min_sm_clock_mhz": 1980}
+    return Measurement(
+        samples_ms=samples,
+        reader_ms=[0.1] * len(samples),
+        losses=[1.0, 0.5],
+        metric=0.9,
+        initial_metric=0.5,
+        peak_memory_bytes=peak,
+        warmup_s=3.0,
+        first_step_s=2.0,
+        samples_per_iteration=64,
+        flops_per_iteration=None,
+        iters=len(samples),
+        warmup=1,
+        clocks={"before": {"throttle": []}, "during": reading, "after": {"throttle": []}},
+    )
+
+
+def test_runs_keep_every_iteration_each_median_and_every_throttle() -> None:
+    together = combined([run([10.0, 11.0, 12.0], 100, []), run([20.0, 21.0, 22.0], 300, ["hardware slowdown"])])
+    assert together.samples_ms == [10.0, 11.0, 12.0, 20.0, 21.0, 22.0]
+    assert together.run_medians_ms == [11.0, 21.0]
+    assert together.peak_memory_bytes == 300
+    assert together.clocks["during"]["throttle"] == ["hardware slowdown"]
+    assert together.first_step_s == 2.0  # compilation shows in the first run
+
+
+def test_a_declared_floor_stays_at_or_below_ten_percent() -> None:
+    assert Optimization("x", slowdown_floor=0.10).slowdown_floor == 0.10
+    with pytest.raises(ValueError, match="slowdown_floor must be above 0 and at most 10%"):
+        Optimization("x", slowdown_floor=0.25)
