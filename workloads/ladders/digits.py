@@ -12,18 +12,17 @@ from workloads.digits import Digits
 
 WORKERS = max(1, min(12, usable_cores() - 2))  # leave the main process and the GPU feeder a core
 
-# The reference decodes and augments every batch in the main process: it is bound by the host CPU,
-# whose speed moves its median between runs (docs/evidence/trust.md), so its own time gate is wider.
-# Its speedups over that reference move with the host too: the loader cases' minimum sits 10% below the
-# lowest seen in A/A runs.
-reference = Optimization(REFERENCE, max_slowdown=0.5)
+# The reference decodes and augments every batch in the main process: it is bound by the host CPU, whose
+# speed moves its median between runs (docs/evidence/trust.md). Its speedups over that reference move
+# with the host too: the loader cases' minimum sits 10% below the lowest seen in A/A runs.
+reference = Optimization(REFERENCE)
 dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 1.8})
 pinned_nonblocking = dataloader_workers.but(
     "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 1.8}
 )
 amp_bf16 = pinned_nonblocking.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 4.0})
-# Launch-bound: its iterations alternate between two times, and its median moves between A/A runs.
-channels_last = amp_bf16.but("channels_last", channels_last=True, min_speedup={"cuda": 6.0}, max_slowdown=0.4)
+# Launch-bound: its iterations alternate between two times.
+channels_last = amp_bf16.but("channels_last", channels_last=True, min_speedup={"cuda": 6.0})
 
 LADDER = Ladder(
     Digits(),
