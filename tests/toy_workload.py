@@ -2,7 +2,8 @@
 
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
 random labels (a broken optimization whose accuracy drops), ``images`` counts its samples as images,
-``out_of_memory`` raises torch's
+``slow_first_build_ms`` adds host time to every step of the first build in a process only (a case that
+looks slower once), ``out_of_memory`` raises torch's
 out-of-memory error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks
 and ``hang_on_ranks`` sleeps there for a minute, from the second step.
 """
@@ -19,6 +20,9 @@ from trainperf import Metric, Optimization, Training
 from trainperf.workload import Batch
 
 
+BUILDS = [0]  # builds in this process
+
+
 class Toy:
     name = "toy"
     metric = Metric("accuracy", higher_is_better=True, default_tolerance=0.05, floor=0.6)
@@ -27,10 +31,17 @@ class Toy:
         return 2, 15
 
     def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
+        # One intra-op thread: its ops are too small to split, and a second thread that has to be scheduled
+        # beside a busy process stalls every step by a scheduler time slice (docs/evidence/cpu-timing-noise.md)
+        torch.set_num_threads(1)
         generator = torch.Generator().manual_seed(0)
         points = torch.randn(1024, 8, generator=generator)
         labels = (points @ torch.randn(8, generator=generator) > 0).long()
-        sleep_s = float(optimization.options.get("sleep_ms", 0.0)) / 1000.0
+        BUILDS[0] += 1
+        sleep_ms = float(optimization.options.get("sleep_ms", 0.0))
+        if BUILDS[0] == 1:
+            sleep_ms += float(optimization.options.get("slow_first_build_ms", 0.0))
+        sleep_s = sleep_ms / 1000.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
         out_of_memory = bool(optimization.options.get("out_of_memory", False))
         rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
