@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The CPU pipeline: lint, types, the workflows' schema, the plugin's own tests, then the suite for real.
+# The CPU pipeline: lint, types, the workflows' schema, the plugin's own tests, then the suite and the
+# example workloads for real.
 # pytest's exit status 5 (no test collected) fails it.
 #   ci/check.sh
 set -euo pipefail
@@ -19,3 +20,4 @@ run_pytest() {
 
 run_pytest tests
 run_pytest perf_tests
+run_pytest examples
