@@ -78,18 +78,20 @@ def test_toy(trainperf, optimization):
 """
 
 
-def test_a_case_slower_once_is_measured_again_and_passes(pytester: pytest.Pytester) -> None:
+def test_a_case_slower_once_is_measured_again_in_a_fresh_process_and_passes(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 2.0}'))
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=1)
-    once = ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 2.0, "slow_first_build_ms": 6.0}')
+    once = ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 2.0, "slow_once": "slow-once"}')
     pytester.makepyfile(test_toy=once)
+    (pytester.path / "slow-once").touch()  # the test process's build finds it, the fresh process's does not
     result = pytester.runpytest(*BASE, "--perf-report=out")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["note: toy/reference: not confirmed by a second measurement (* s): *slower than *"])
     case = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][0]["extra_info"]
     assert case["confirmation"]["first"][0].startswith("toy/reference: slower than baseline")
     assert case["summary_ms"]["median"] < 1.5 * case["baseline_median_ms"]  # the second measurement is kept
+    (pytester.path / "slow-once").touch()
     without = pytester.runpytest(*BASE, "--perf-confirmations=0")
     without.assert_outcomes(failed=1)
     assert "measured again" not in without.stdout.str() and "second measurement" not in without.stdout.str()

@@ -2,8 +2,8 @@
 
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
 random labels (a broken optimization whose accuracy drops), ``images`` counts its samples as images,
-``slow_first_build_ms`` adds host time to every step of the first build in a process only (a case that
-looks slower once), ``out_of_memory`` raises torch's
+``slow_once`` names a file: the build that finds it deletes it and adds 6 ms of host time to every step
+(a case that looks slower once), ``out_of_memory`` raises torch's
 out-of-memory error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks
 and ``hang_on_ranks`` sleeps there for a minute, from the second step.
 """
@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from trainperf import Metric, Optimization, Training
 from trainperf.workload import Batch
-
-
-BUILDS = [0]  # builds in this process
 
 
 class Toy:
@@ -37,10 +35,11 @@ class Toy:
         generator = torch.Generator().manual_seed(0)
         points = torch.randn(1024, 8, generator=generator)
         labels = (points @ torch.randn(8, generator=generator) > 0).long()
-        BUILDS[0] += 1
         sleep_ms = float(optimization.options.get("sleep_ms", 0.0))
-        if BUILDS[0] == 1:
-            sleep_ms += float(optimization.options.get("slow_first_build_ms", 0.0))
+        once = optimization.options.get("slow_once")
+        if once is not None and Path(once).exists():
+            Path(once).unlink()
+            sleep_ms += 6.0
         sleep_s = sleep_ms / 1000.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
         out_of_memory = bool(optimization.options.get("out_of_memory", False))

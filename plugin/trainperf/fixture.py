@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainperf import gate, stats, verdict
+from trainperf import gate, isolated, stats, verdict
 from trainperf.case import REFERENCE, CaseSpec, Optimization
 from trainperf.measurement import Measurement, combined
 from trainperf.profile.roofline import RooflinePoint
@@ -44,13 +44,16 @@ class TrainPerf:
         instead and returns None."""
         spec = self._spec(workload, optimization)
         self._skip_where_unavailable(spec)
+        declared = Optimization(REFERENCE) if reference is None else reference
         child = self.session.child
+        if child is not None and child.measure is not None:  # a fresh process measuring for its parent
+            isolated.write(run_case(spec.but(declared) if child.measure == REFERENCE else spec), child.out_dir)
+            return None
         if child is not None:
             from trainperf.profile.replay import run_marked_iteration
 
             run_marked_iteration(spec, child.out_dir, child.torch)
             return None
-        declared = Optimization(REFERENCE) if reference is None else reference
         first = self._measure_runs(spec)
         result = self._result(spec, first, self._reference(spec, first, declared))
         result = self._confirmed(spec, result, declared)
@@ -95,16 +98,30 @@ class TrainPerf:
 
     def _measure_runs(self, spec: CaseSpec) -> Measurement:
         """The case measured in as many independent runs as the session asks (several when recording
-        baselines: their spread is the case's run-to-run noise)."""
+        baselines: their spread is the case's run-to-run noise): here, then each further one in a fresh
+        process."""
         runs = self.session.settings.runs_per_case
+        first = self._measure(spec)
         if runs == 1 or spec.optimization.ddp is not None:
-            return self._measure(spec)
-        return combined([self._measure(spec) for _ in range(runs)])
+            return first
+        return combined([first, *(self._measure_afresh(spec) for _ in range(runs - 1))])
+
+    def _measure_afresh(self, spec: CaseSpec, reference: Optimization | None = None) -> Measurement:
+        """The case (or, given, its reference) measured in a fresh process; here again, with a note, if the
+        child fails."""
+        children = self.session.children
+        what = "case" if reference is None else REFERENCE
+        if children is not None:
+            try:
+                return isolated.measure(children, self.nodeid, what, spec.warmup, spec.iters)
+            except isolated.IsolatedRunError as error:
+                self.session.note(f"{spec.key}: {error}; measured in the test process instead")
+        return self._measure(spec) if reference is None else run_case(spec.but(reference))
 
     def _confirmed(self, spec: CaseSpec, first: CaseResult, declared: Optimization) -> CaseResult:
-        """A case that looks slower than its baseline, or short of its speedup, is measured again (built,
-        warmed up and timed afresh; its reference too where the speedup fell short) before it fails. The
-        verdict is the second measurement's; its messages show both."""
+        """A case that looks slower than its baseline, or short of its speedup, is measured again in a fresh
+        process (its reference too where the speedup fell short) before it fails. The verdict is the second
+        measurement's; its messages show both."""
         suspect = {c.name: c.message for c in first.checks if c.passed is False and c.name in ("baseline", "speedup")}
         session = self.session
         if not suspect or session.confirmations >= session.settings.confirmations:
@@ -112,11 +129,10 @@ class TrainPerf:
         session.confirmations += 1
         started = time.perf_counter()
         session.progress(f"{spec.key}: measuring again before failing it ({'; '.join(suspect.values())})")
-        measurement = self._measure(spec)
-        slot = (spec.workload.name, spec.warmup, spec.iters)
-        reference = session.references[slot]
+        measurement = self._measure_afresh(spec)
+        reference = session.references[(spec.workload.name, spec.warmup, spec.iters)]
         if "speedup" in suspect:
-            reference = measurement if spec.optimization.name == REFERENCE else run_case(spec.but(declared))
+            reference = measurement if spec.optimization.name == REFERENCE else self._measure_afresh(spec, declared)
         second = self._result(spec, measurement, reference)
         second.checks = [_with_first(check, suspect.get(check.name)) for check in second.checks]
         seconds = time.perf_counter() - started

@@ -15,6 +15,7 @@ from trainperf.settings import Settings
 if TYPE_CHECKING:
     import torch
 
+    from trainperf.isolated import Children
     from trainperf.session import PerfSession
 
 
@@ -44,6 +45,7 @@ class LazySession:
             raise pytest.UsageError(str(error)) from None
         session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child)
         session.progress = self._progress
+        session.children = self._children(chosen)  # before profiling: its children run the same way
         if self.twin_only:
             session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
         if self.settings.profile != "off" and self.child is None:
@@ -60,6 +62,16 @@ class LazySession:
             reporter.ensure_newline()
             reporter.write_line(f"trainperf: {text}")
 
+    def _children(self, device: torch.device) -> Children:
+        """How a child process re-runs a test node as this session would: rootdir, ini file, device."""
+        from trainperf.isolated import Children
+
+        config = self.config
+        args = ["--rootdir", str(config.rootpath), f"--perf-device={device.type}"]
+        if config.inipath is not None:
+            args += ["-c", str(config.inipath)]
+        return Children(config.rootpath, tuple(args), self.settings.profile_timeout)
+
     def _set_up_profiling(self, session: PerfSession, device: torch.device) -> None:
         """The session's profiler backend, the profiles' folder and what the child's pytest needs."""
         import os
@@ -71,9 +83,8 @@ class LazySession:
         settings, config = self.settings, self.config
         backend = choose_backend(settings.profile, device.type, os.environ, torch.__version__, session.note)
         report = config.rootpath / ".trainperf" if settings.report is None else Path(settings.report).resolve()
-        args = ["--rootdir", str(config.rootpath), f"--perf-device={device.type}"]
-        if config.inipath is not None:
-            args += ["-c", str(config.inipath)]
         root = report / "profiles"
-        session.profiling = ProfileSetup(backend, root, config.rootpath, tuple(args), settings.profile_timeout)
+        children = session.children
+        assert children is not None
+        session.profiling = ProfileSetup(backend, root, children.rootdir, children.pytest_args, children.timeout_s)
         session.note(f"profiles written under {root}")

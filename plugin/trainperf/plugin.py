@@ -38,6 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--trainperf-child-torch", dest="trainperf_child_torch", action="store_true", help=argparse.SUPPRESS
     )
+    group.addoption("--trainperf-child-measure", dest="trainperf_child_measure", default=None, help=argparse.SUPPRESS)
 
 
 def _add_profile_option(group: Any, kwargs: dict[str, Any]) -> None:
@@ -66,7 +67,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingError as error:
         raise pytest.UsageError(str(error)) from None
     child = config.getoption("trainperf_child")
-    child_run = None if child is None else ChildRun(Path(child), bool(config.getoption("trainperf_child_torch")))
+    child_run = None
+    if child is not None:
+        torch_trace, measure = config.getoption("trainperf_child_torch"), config.getoption("trainperf_child_measure")
+        child_run = ChildRun(Path(child), bool(torch_trace), measure)
     settings = build_settings(values, config.rootpath)
     worker_setup.set_up(settings, config)
     twin_only = bool(config.getoption("trainperf_twin_only"))

@@ -15,6 +15,7 @@ import torch
 
 from trainperf import baselines, gate, stats
 from trainperf import device as devices
+from trainperf.isolated import Children
 from trainperf.measurement import Measurement
 from trainperf.profile.child import ChildRun
 from trainperf.profile.profiler import CaseProfile, ProfileSetup
@@ -93,6 +94,7 @@ class PerfSession:
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
     progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
     confirmations: int = 0  # cases measured again before failing, in this session
+    children: Children | None = None  # how a fresh process re-runs a node (set by the lazy session)
 
     @property
     def baseline_file(self) -> Path:
