@@ -24,11 +24,12 @@ class Size:
     width: int
     depth: int
     batch: int
+    lr: float
     warmup: int
     iters: int
 
 
-SIZES = {TINY: Size(32, 2, 64, 3, 20), FULL: Size(512, 8, 1024, 10, 50)}
+SIZES = {TINY: Size(32, 2, 64, 2e-3, 3, 20), FULL: Size(512, 8, 1024, 5e-4, 10, 50)}
 
 
 def digits() -> tuple[torch.Tensor, torch.Tensor]:
@@ -96,7 +97,7 @@ class MLPMixer:
         model = Mixer(config).to(device)
         return Training(
             model=model,
-            optimizer=torch.optim.AdamW(model.parameters(), lr=2e-3),
+            optimizer=torch.optim.AdamW(model.parameters(), lr=config.lr),
             batches=batches(),
             loss=classification_loss,
             evaluate=evaluate,
