@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -182,3 +183,19 @@ def test_kernels_without_flops_stand_against_the_dram_roof_and_rates_read_at_a_g
     markdown = (tmp_path / "report.md").read_text()
     assert "2.74 T bytes" in markdown and "51.7 T FLOP" in markdown  # padded transpose, cuBLAS fp32
     assert (tmp_path / "report-images" / "transpose-ladder-roofline.png").is_file()
+
+
+def test_compare_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    """``trainperf compare A B | head -n 1``: the reader stops early, which is not an error of trainperf."""
+    script = "import sys; from trainperf import cli; sys.exit(cli.main(sys.argv[1:]))"
+    wide = json.loads(RUNS[0].read_text())
+    wide["benchmarks"] = [dict(wide["benchmarks"][0], name=f"digits/case{i}") for i in range(3000)]
+    (tmp_path / "wide.json").write_text(json.dumps(wide))
+    argv = [sys.executable, "-c", script, "compare", str(tmp_path / "wide.json"), str(tmp_path / "wide.json")]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.readline()
+        child.stdout.close()  # the reader goes away with most of the table unread
+        error = child.stderr.read().decode()
+        assert child.wait(timeout=60) == 0
+    assert error == ""

@@ -7,6 +7,7 @@ trainperf compare A.json B.json                  per-case differences from A to 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,14 @@ from trainperf.report.document import RunDocument, RunDocumentError, cases_frame
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except BrokenPipeError:  # the reader went away early (``| head``): it had what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 0
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="trainperf", description="Reports from trainperf run documents.")
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="write report.html and report.md from run documents")
