@@ -1,5 +1,7 @@
 import json
 import multiprocessing
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,17 @@ def test_run_medians_that_are_not_positive_numbers_name_the_case(tmp_path: Path)
     path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": bad}}))
     with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'run_medians_ms'"):
         baselines.load(path)
+
+
+def test_written_file_has_the_usual_mode_and_keeps_a_chosen_one(tmp_path: Path) -> None:
+    """A new file gets what ``open()`` would give it under the umask; a file's own mode survives an update."""
+    path = baselines.baseline_path(tmp_path, "dev")
+    previous = os.umask(0o022)
+    try:
+        baselines.update(path, "dev", {"w/a": entry(10.0)})
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        path.chmod(0o664)
+        baselines.update(path, "dev", {"w/b": entry(5.0)})
+        assert stat.S_IMODE(path.stat().st_mode) == 0o664
+    finally:
+        os.umask(previous)

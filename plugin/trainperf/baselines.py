@@ -12,6 +12,7 @@ import fcntl
 import json
 import math
 import os
+import stat
 import statistics
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -125,17 +126,27 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Write a temporary file beside ``path``, then rename it over ``path``, with the mode ``path`` had
+    (or that ``open()`` gives a new file: mkstemp alone would leave it readable by its owner only)."""
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
+            os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def format_changes(changes: list[Change]) -> list[str]:
