@@ -364,6 +364,7 @@ CASES = [
     Optimization("reference", options={"images": True}),
     Optimization("ddp", ddp={}, options={"images": True}),
     Optimization("broken_ddp", ddp={}, options={"fail_on_ranks": (1,)}),
+    Optimization("gpu_only", needs_cuda="a CUDA-only kernel"),
 ]
 
 @pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
@@ -376,14 +377,17 @@ def test_image_cases_log_their_costs_and_data_parallel_ones_their_scaling(pytest
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=DATA_PARALLEL_AND_IMAGES_TEST)
     result = pytester.runpytest(*BASE, "--junitxml=junit.xml")
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    assert not [line for line in result.stdout.lines if " MFU " in line]  # no peak FLOP/s on this CPU: no column
     result.stdout.fnmatch_lines(
         [
             "*toy/broken_ddp: data-parallel run failed: *rank 1: RuntimeError: toy failure on rank 1",
+            "note: no MFU: no peak FLOP/s is known for *",
             "note: toy/reference: batch_cost 0.0* s, reader_cost 0.0* s (*%), ips * images/s",
-            "note: toy/ddp: 2 gloo processes, scaling efficiency *% of the single-process reference, "
+            "note: toy/ddp: 2 gloo processes, no scaling efficiency: CPU processes share this machine's cores, "
             "all-reduce bus bandwidth * GB/s",
+            "skipped: test_toy.py::test_toy[[]gpu_only[]]: toy/gpu_only runs on CUDA only: a CUDA-only kernel",
         ]
     )
     junit = (pytester.path / "junit.xml").read_text()
-    assert 'name="trainperf_processes" value="2"' in junit and "trainperf_scaling_efficiency" in junit
+    assert 'name="trainperf_processes" value="2"' in junit and "trainperf_scaling_efficiency" not in junit

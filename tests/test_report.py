@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from trainperf import cli
-from trainperf.report import charts
+from trainperf.report import charts, lines
 from trainperf.report.document import RunDocumentError, load
 from trainperf.report.experiment import build_report
 from trainperf.report.pages import write_html, write_markdown
@@ -199,3 +199,11 @@ def test_compare_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
         error = child.stderr.read().decode()
         assert child.wait(timeout=60) == 0
     assert error == ""
+
+
+@pytest.mark.parametrize(("backend", "expected"), [("nccl", 0.9), ("gloo", None)])
+def test_scaling_efficiency_is_given_for_gpu_processes_only(backend: str, expected: float | None) -> None:
+    """Two GPUs at 1.8x their single-GPU reference scale at 90%; two CPU processes on shared cores have no
+    scaling efficiency to give."""
+    info = {"speedup": 1.8, "communication": {"processes": 2, "backend": backend}}
+    assert lines.scaling_efficiency(info) == expected

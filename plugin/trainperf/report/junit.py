@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainperf.report.document import CaseEntry
+from trainperf.report.lines import scaling_efficiency
 
 
 def properties(entry: CaseEntry) -> dict[str, Any]:
@@ -32,8 +33,9 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
     if figures is not None:
         processes = figures["processes"]
         found["trainperf_processes"] = processes
-        if speedup is not None:
-            found["trainperf_scaling_efficiency"] = round(speedup / processes, 4)
+        efficiency = scaling_efficiency(info)
+        if efficiency is not None:
+            found["trainperf_scaling_efficiency"] = round(efficiency, 4)
         found["trainperf_allreduce_busbw_gbs"] = round(figures["all_reduce_busbw_gbs"], 2)
         found["trainperf_comm_hidden_share"] = figures.get("hidden_share")
     if info["profile"] is not None:

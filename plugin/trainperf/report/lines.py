@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainperf.report.document import CaseEntry
 
 
@@ -17,14 +19,30 @@ def training_log_line(entry: CaseEntry) -> str:
     )
 
 
+# Data-parallel processes on the CPU share this machine's cores (and the single-process reference had
+# them all): their speedup over it says nothing of how training scales.
+CPU_BACKEND = "gloo"
+
+
+def scaling_efficiency(info: dict[str, Any]) -> float | None:
+    """Speedup over the single-process reference per process; None on the CPU or without a speedup."""
+    figures = info["communication"] or {}
+    if info["speedup"] is None or figures.get("backend") == CPU_BACKEND:
+        return None
+    return float(info["speedup"]) / int(figures.get("processes", 1))
+
+
 def communication_line(entry: CaseEntry) -> str:
     """A data-parallel case: processes, scaling, all-reduce bandwidth, hidden communication."""
     info = entry["extra_info"]
     figures = info["communication"] or {}
     processes = figures.get("processes", 1)
     parts = [f"{entry['name']}: {processes} {figures.get('backend', '')} processes"]
-    if info["speedup"] is not None:
-        parts.append(f"scaling efficiency {info['speedup'] / processes:.0%} of the single-process reference")
+    efficiency = scaling_efficiency(info)
+    if efficiency is not None:
+        parts.append(f"scaling efficiency {efficiency:.0%} of the single-process reference")
+    elif figures.get("backend") == CPU_BACKEND:
+        parts.append("no scaling efficiency: CPU processes share this machine's cores")
     if figures.get("all_reduce_busbw_gbs") is not None:
         parts.append(f"all-reduce bus bandwidth {figures['all_reduce_busbw_gbs']:.1f} GB/s")
     if figures.get("hidden_share") is not None:

@@ -17,7 +17,10 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
         return
     terminal.write_sep("=", f"trainperf: {session.fingerprint.name} ({session.size})")
     if session.results:
-        terminal.write_line(display_cases(cases_frame(session.entries)).to_string(index=False))
+        table = display_cases(cases_frame(session.entries))
+        if not any(table["MFU"]):
+            table = table.drop(columns="MFU")
+        terminal.write_line(table.to_string(index=False))
     for result in session.results:
         if result.profile is not None:
             for line in profile_summary.lines(result.key, result.profile):
@@ -32,5 +35,17 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
             f"note: no stored baseline in {session.baseline_file} for {len(missing)} case(s): "
             f"{', '.join(missing)}; record them with --update-baselines"
         )
+    if session.results and session.peak_flops is None:
+        terminal.write_line(f"note: no MFU: no peak FLOP/s is known for {session.fingerprint.name}")
     for note in session.notes:
         terminal.write_line("note: " + note)
+    _write_skipped(terminal)
+
+
+def _write_skipped(terminal: Any) -> None:
+    """Each skipped test with its one-line reason, unless pytest lists them itself (``-rs``, ``-ra``)."""
+    if set(terminal.config.option.reportchars) & {"s", "a", "A"}:
+        return
+    for report in terminal.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        terminal.write_line(f"skipped: {report.nodeid}: {reason.removeprefix('Skipped: ')}")
