@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from trainperf import cli
-from trainperf.report import charts, lines
+from trainperf.report import charts, headline, lines
 from trainperf.report.document import RunDocumentError, load
 from trainperf.report.experiment import build_report
 from trainperf.report.pages import write_html, write_markdown
@@ -23,7 +23,7 @@ DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_digits_ncu.run.json", DATA / "h100_gpt2_ncu.run.json"]  # --profile=ncu, H100
 PNG = b"\x89PNG\r\n\x1a\n"
 TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody", "tr",
-        "th", "td", "div", "img", "ul", "ol", "li", "details", "summary", "code"}  # fmt: skip
+        "th", "td", "div", "img", "ul", "ol", "li", "details", "summary", "code", "span"}  # fmt: skip
 
 
 class Page(HTMLParser):
@@ -75,7 +75,7 @@ def test_html_embeds_every_chart_and_escapes_kernel_names(rendered: Path) -> Non
     source = (rendered / "report.html").read_text(encoding="utf-8")
     page = parsed(rendered / "report.html")
     assert page.tags <= TAGS  # no markup came from a kernel name
-    assert len(page.images) == 8  # per workload: two rooflines, the timing chart and the cases on the roofline
+    assert len(page.images) == 10  # per workload: ladder, two rooflines, timing chart, cases on the roofline
     for src in page.images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == PNG
@@ -87,9 +87,42 @@ def test_markdown_has_the_tables_and_its_charts_beside_it(rendered: Path) -> Non
     markdown = (rendered / "report.md").read_text(encoding="utf-8")
     assert "| gpt2/amp_bf16 " in markdown and "| digits/channels_last " in markdown
     charts = re.findall(r"!\[[^]]*\]\((report-images/[^)]+)\)", markdown)
-    assert len(charts) == 8
+    assert len(charts) == 10
     for chart in charts:
         assert (rendered / chart).read_bytes()[:8] == PNG
+
+
+def test_headline_comes_first_and_device_and_clocks_fold_at_the_end(tmp_path: Path) -> None:
+    """A failed case leads the page with its message; the best step of each workload follows; the
+    device and clock tables come last, folded."""
+    failing = json.loads(RUNS[1].read_text())
+    amp = next(case for case in failing["benchmarks"] if case["name"] == "gpt2/amp_bf16")["extra_info"]
+    amp["verdict"] = "fail"
+    amp["checks"].append({"name": "baseline", "passed": False, "message": "gpt2/amp_bf16: slower than baseline: X"})
+    (tmp_path / "failing.json").write_text(json.dumps(failing))
+    report = build_report([load(RUNS[0]), load(tmp_path / "failing.json")])
+    assert report.headline.counts == {"pass": 7, "fail": 1, "unreliable": 0}
+    assert report.headline.failures == ["gpt2/amp_bf16: slower than baseline: X"]
+    assert report.headline.best.values.tolist() == [
+        ["digits", "digits/channels_last", "9.39x", "67,524 images"],
+        ["gpt2", "gpt2/amp_bf16", "2.31x", "90,875 tokens"],
+    ]
+    text = " ".join(parsed(write_html(report, tmp_path)).text)
+    order = ["7 pass", "1 fail", "gpt2/amp_bf16: slower than baseline: X", "digits/channels_last", "## digits"]
+    markdown = write_markdown(report, tmp_path).read_text(encoding="utf-8")
+    assert [markdown.index(part) for part in order] == sorted(markdown.index(part) for part in order)
+    assert markdown.index("## Device") > markdown.index("## gpt2")
+    assert text.index("slower than baseline: X") < text.index("digits/dataloader_workers") < text.index("Device")
+    assert "<details><summary>Device</summary>" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+def test_each_steps_speedup_lies_in_its_interval_and_the_reference_is_one() -> None:
+    cases = [case for case in json.loads(RUNS[0].read_text())["benchmarks"]]
+    steps = headline.speedups(cases)
+    assert steps["case"].tolist()[0] == "digits/reference" and steps["speedup"].tolist()[0] == 1.0
+    assert (steps["low"] <= steps["speedup"]).all() and (steps["speedup"] <= steps["high"]).all()
+    assert (steps["high"] > steps["low"]).all()  # every median has a confidence interval of some width
+    assert charts.ladder_chart(steps, "digits")[:8] == PNG
 
 
 def test_a_case_in_two_documents_keeps_the_later_one(tmp_path: Path) -> None:

@@ -8,10 +8,12 @@ import io
 import math
 from typing import Any
 
+import pandas as pd
 from matplotlib.figure import Figure
 
 from trainperf.profile.roofline import RooflinePoint
 from trainperf.report.roofline_plot import bandwidth_figure, case_figure, roofline_figure, without_flops
+from trainperf.report.units import rate_text
 
 COLUMNS = 3
 
@@ -77,5 +79,25 @@ def ladder_roofline_chart(cases: list[dict[str, Any]], workload: str) -> bytes |
         return png(bandwidth_figure(points, f"{workload}: each case's heaviest kernel against the DRAM roof"))
     figure = roofline_figure(points, f"{workload}: each case's heaviest kernel on the roofline", legend_only=True)
     figure.set_size_inches(11, 5.5)
+    figure.tight_layout()
+    return png(figure)
+
+
+def ladder_chart(steps: pd.DataFrame, title: str) -> bytes:
+    """The picture people share: each step's speedup over the reference (``headline.speedups``), with its
+    interval, and its throughput written beside the bar."""
+    figure = Figure(figsize=(8, 0.45 * len(steps) + 1.2))
+    axes = figure.subplots()
+    positions = range(len(steps))[::-1]  # the reference on top, the ladder going down
+    errors = [steps["speedup"] - steps["low"], steps["high"] - steps["speedup"]]
+    axes.barh(list(positions), steps["speedup"], xerr=errors, color="C0", alpha=0.8, capsize=3)
+    axes.axvline(1.0, color="gray", linewidth=0.8, linestyle=":")
+    for position, row in zip(positions, steps.to_dict("records"), strict=True):
+        label = f" {row['speedup']:.2f}x, {rate_text(row['per_second'], row['unit'])}/s"
+        axes.text(float(row["high"]), position, label, va="center", fontsize=8)
+    axes.set_yticks(list(positions), [name.split("/", 1)[-1] for name in steps["case"]], fontsize=8)
+    axes.set_xlabel("speedup over the reference (interval: both medians' 95% confidence intervals)", fontsize=8)
+    axes.set_xlim(0, max(steps["high"].max(), 1.0) * 1.45)  # room for the labels
+    axes.set_title(title, fontsize=10)
     figure.tight_layout()
     return png(figure)

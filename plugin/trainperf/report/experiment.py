@@ -1,6 +1,7 @@
-"""The experiment report's content, from run documents: per workload the cases table, the reference
-case's and the best case's Top-5 with their rooflines and bottleneck verdicts, the per-iteration timing
-chart; the device and the clocks seen. ``pages`` writes it as HTML and Markdown."""
+"""The experiment report's content, from run documents: the headline (verdict counts, failures, best
+speedups); per workload the ladder chart, the cases table, the reference case's and the best case's
+Top-5 with their rooflines and bottleneck verdicts, the per-iteration timing chart; last the device and
+the clocks seen. ``pages`` writes it as HTML and Markdown."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pandas as pd
 from trainperf.case import REFERENCE
 from trainperf.report import charts
 from trainperf.report.document import RunDocument, cases_frame, merged_cases
+from trainperf.report.headline import Headline, build_headline, speedups
 from trainperf.report.tables import display_cases, top_table
 
 
@@ -36,11 +38,13 @@ class WorkloadSection:
     profiles: list[CaseProfileView]
     timing_png: bytes
     ladder_png: bytes | None = None  # every profiled case's heaviest kernel on one roofline
+    speedup_png: bytes | None = None  # each step's speedup over the reference, with its interval
 
 
 @dataclass(frozen=True)
 class Report:
     title: str
+    headline: Headline
     device: pd.DataFrame  # one row per device the documents name
     clocks: pd.DataFrame  # per case: SM clock before and after, temperature, power, throttle reasons
     sections: list[WorkloadSection]
@@ -55,7 +59,8 @@ def build_report(documents: list[RunDocument]) -> Report:
     devices = pd.DataFrame([_device_row(d) for d in documents]).drop_duplicates(ignore_index=True)
     notes = list(dict.fromkeys(note for d in documents for note in d.data.get("notes", [])))
     title = "trainperf report: " + ", ".join(workloads)
-    return Report(title, devices, _clocks(cases), sections, notes, [str(d.path) for d in documents])
+    headline = build_headline(cases)
+    return Report(title, headline, devices, _clocks(cases), sections, notes, [str(d.path) for d in documents])
 
 
 def _device_row(document: RunDocument) -> dict[str, Any]:
@@ -106,7 +111,9 @@ def _section(workload: str, cases: list[dict[str, Any]]) -> WorkloadSection:
         views.append(profile_view(best, f"best ({best['extra_info']['speedup']:.2f}x the reference)"))
     timing = charts.timing_chart(cases, f"{workload}: time per timed iteration")
     ladder = charts.ladder_roofline_chart(cases, workload)
-    return WorkloadSection(workload, display_cases(frame), views, timing, ladder)
+    steps = speedups(cases)
+    speedup = None if len(steps) < 2 else charts.ladder_chart(steps, f"{workload}: what each step buys")
+    return WorkloadSection(workload, display_cases(frame), views, timing, ladder, speedup)
 
 
 def _best(cases: list[dict[str, Any]], reference: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from trainperf.report.experiment import CaseProfileView, Report, WorkloadSection
+from trainperf.report.headline import Headline
 
 HTML_FILE = "report.html"
 MARKDOWN_FILE = "report.md"
@@ -33,24 +34,38 @@ def write_html(report: Report, directory: Path) -> Path:
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_text(report.title)}</title>",
         f"<style>{STYLE}</style></head><body><h1>{_text(report.title)}</h1>",
-        "<h2>Device</h2>",
-        table_html(report.device),
-        "<h3>Clocks seen (before and after each case's timed run)</h3>",
-        table_html(report.clocks) if not report.clocks.empty else "<p>no clock readings (CPU run)</p>",
+        _html_headline(report.headline),
     ]
     parts += [_html_section(section) for section in report.sections]
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_text(n)}</li>" for n in report.notes) + "</ul>")
+    clocks = table_html(report.clocks) if not report.clocks.empty else "<p>no clock readings (CPU run)</p>"
+    parts += [
+        f"<details><summary>Device</summary>{table_html(report.device)}</details>",
+        f"<details><summary>Clocks seen (before and after each case's timed run)</summary>{clocks}</details>",
+    ]
     parts.append("<p>From " + ", ".join(f"<code>{_text(s)}</code>" for s in report.sources) + "</p></body></html>")
     path = directory / HTML_FILE
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
 
 
+def _html_headline(headline: Headline) -> str:
+    counts = ", ".join(f"<span class='{_text(v)}'>{n} {_text(v)}</span>" for v, n in headline.counts.items())
+    parts = [f"<p class='verdict'>{counts}</p>"]
+    if headline.failures:
+        items = "".join(f"<li>{_text(message)}</li>" for message in headline.failures)
+        parts.append(f"<ul class='fail'>{items}</ul>")
+    if not headline.best.empty:
+        parts.append(table_html(headline.best))
+    return "".join(parts)
+
+
 def _html_section(section: WorkloadSection) -> str:
     profiles = "".join(_html_profile(view) for view in section.profiles)
+    speedup = _image(section.speedup_png, section.name + ": what each step buys") if section.speedup_png else ""
     return (
-        f"<h2>{_text(section.name)}</h2>{table_html(section.cases)}"
+        f"<h2>{_text(section.name)}</h2>{speedup}{table_html(section.cases)}"
         f"<div class='pair'>{profiles}</div>"
         f"<h3>Time per iteration</h3>{_image(section.timing_png, section.name + ': time per iteration')}"
         + (
@@ -106,11 +121,13 @@ def _text(value: object) -> str:
 def write_markdown(report: Report, directory: Path) -> Path:
     images = directory / IMAGES
     images.mkdir(parents=True, exist_ok=True)
-    lines = [f"# {report.title}", "", "## Device", "", _markdown(report.device), ""]
-    if not report.clocks.empty:
-        lines += ["### Clocks seen (before and after each case's timed run)", "", _markdown(report.clocks), ""]
+    lines = [f"# {report.title}", "", *_markdown_headline(report.headline)]
     for section in report.sections:
-        lines += [f"## {section.name}", "", _markdown(section.cases), ""]
+        lines += [f"## {section.name}", ""]
+        if section.speedup_png:
+            chart = _save(section.speedup_png, images / f"{_slug(section.name)}-ladder.png")
+            lines += [f"![{section.name}: what each step buys]({IMAGES}/{chart.name})", ""]
+        lines += [_markdown(section.cases), ""]
         for view in section.profiles:
             lines += _markdown_profile(view, images)
         timing = _save(section.timing_png, images / f"{_slug(section.name)}-timing.png")
@@ -125,10 +142,22 @@ def write_markdown(report: Report, directory: Path) -> Path:
             ]
     if report.notes:
         lines += ["## Notes", "", *[f"- {note}" for note in report.notes], ""]
+    lines += ["## Device", "", _markdown(report.device), ""]
+    if not report.clocks.empty:
+        lines += ["### Clocks seen (before and after each case's timed run)", "", _markdown(report.clocks), ""]
     lines += ["From " + ", ".join(f"`{source}`" for source in report.sources), ""]
     path = directory / MARKDOWN_FILE
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def _markdown_headline(headline: Headline) -> list[str]:
+    lines = [", ".join(f"**{count} {verdict}**" for verdict, count in headline.counts.items()), ""]
+    lines += [f"- {message}" for message in headline.failures]
+    lines += [""] if headline.failures else []
+    if not headline.best.empty:
+        lines += [_markdown(headline.best), ""]
+    return lines
 
 
 def _markdown_profile(view: CaseProfileView, images: Path) -> list[str]:
