@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl")
+# a baseline file where the test needs one but not its measured noise: one run, in the test process
+RECORD_ONCE = ("--update-baselines", "--perf-runs=1")
 
 
 def baseline_file(pytester: pytest.Pytester):
@@ -46,7 +48,7 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
     again = pytester.runpytest(*BASE, "--perf-strict")
     again.assert_outcomes(passed=2)
 
-    second = pytester.runpytest(*BASE, "--update-baselines", "--perf-report=out")
+    second = pytester.runpytest(*BASE, *RECORD_ONCE, "--perf-report=out")
     second.stdout.fnmatch_lines(["  toy/reference: * ms -> * ms (*%)", "note: baseline changes written to out/*"])
     body = (pytester.path / "out" / "baseline-changes.md").read_text()  # the refresh pull request's body
     assert f"in `{baseline_file(pytester).name}`:" in body
@@ -109,7 +111,7 @@ def pytest_configure(config):
 
 def test_a_throttled_case_is_unreliable_not_failed(toy_suite) -> None:
     pytester = toy_suite(sleep_ms=2.0, variant_sleep_ms=2.0)
-    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
     pytester.makeconftest(THROTTLED)
     slowed = toy_suite(sleep_ms=2.0, variant_sleep_ms=8.0).runpytest(*BASE, "--perf-report=out")
     slowed.assert_outcomes(passed=2)
@@ -128,7 +130,7 @@ def test_accuracy_drop_fails(toy_suite) -> None:
 
 def test_corrupt_baseline_is_one_clear_error_and_stays_untouched(toy_suite) -> None:
     pytester = toy_suite()
-    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
     path = baseline_file(pytester)
     path.write_text('{"schema_version": 1, "cases": {')
     for extra in ((), ("--update-baselines",)):
@@ -140,7 +142,7 @@ def test_corrupt_baseline_is_one_clear_error_and_stays_untouched(toy_suite) -> N
 
 def test_unknown_schema_version_is_refused(toy_suite) -> None:
     pytester = toy_suite()
-    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
     path = baseline_file(pytester)
     path.write_text(json.dumps({"schema_version": 99, "cases": {}}))
     result = pytester.runpytest(*BASE)
