@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trainperf import baselines
@@ -11,16 +12,21 @@ from trainperf.report.tables import display_cases
 from trainperf.session import PerfSession
 
 
+def cases_text(entries: Sequence[Mapping[str, Any]]) -> str:
+    """The cases table as the summary prints it; without the MFU column where no case has one."""
+    table = display_cases(cases_frame(entries))
+    if not any(table["MFU"]):
+        table = table.drop(columns="MFU")
+    return str(table.to_string(index=False))
+
+
 def write_summary(session: PerfSession, terminal: Any) -> None:
     """Write the cases table, baseline changes and notes to pytest's terminal reporter."""
     if not (session.results or session.notes):
         return
     terminal.write_sep("=", f"trainperf: {session.fingerprint.name} ({session.size})")
     if session.results:
-        table = display_cases(cases_frame(session.entries))
-        if not any(table["MFU"]):
-            table = table.drop(columns="MFU")
-        terminal.write_line(table.to_string(index=False))
+        terminal.write_line(cases_text(session.entries))
     for result in session.results:
         if result.profile is not None:
             for line in profile_summary.lines(result.key, result.profile):
@@ -37,6 +43,12 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
         )
     if session.results and session.peak_flops is None:
         terminal.write_line(f"note: no MFU: no peak FLOP/s is known for {session.fingerprint.name}")
+    slower = [r.key for r in session.results if r.speedup is not None and r.speedup < 1.0]
+    if slower and session.device.type == "cpu":
+        terminal.write_line(
+            f"note: {len(slower)} case(s) ran slower than their reference on the CPU ({', '.join(slower)}): "
+            "most optimizations target the GPU; a speedup is checked only where a case declares one for the CPU"
+        )
     for note in session.notes:
         terminal.write_line("note: " + note)
     _write_skipped(terminal)
