@@ -32,6 +32,7 @@ def test_strict_fails_without_baseline(toy_suite) -> None:
     result = toy_suite().runpytest(*BASE, "--perf-strict")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*toy/reference: no stored baseline for this device (--perf-strict)*"])
+    assert "second measurement" not in result.stdout.str()  # no measurement can supply a missing baseline
 
 
 def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:

@@ -121,9 +121,12 @@ class TrainPerf:
     def _confirmed(self, spec: CaseSpec, first: CaseResult, declared: Optimization) -> CaseResult:
         """A case that looks slower than its baseline, or short of its speedup, is measured again in a fresh
         process (its reference too where the speedup fell short) before it fails. The verdict is the second
-        measurement's; its messages show both."""
-        suspect = {c.name: c.message for c in first.checks if c.passed is False and c.name in ("baseline", "speedup")}
+        measurement's; its messages show both. A missing baseline (under --perf-strict) is not measured
+        again: no measurement can supply it."""
         session = self.session
+        # what a second measurement can change: a time judged slower than a stored baseline, a speedup short
+        againable = ("baseline", "speedup") if session.stored_baseline(spec.key) is not None else ("speedup",)
+        suspect = {c.name: c.message for c in first.checks if c.passed is False and c.name in againable}
         if not suspect or session.confirmations >= session.settings.confirmations:
             return first
         session.confirmations += 1
