@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CPU pipeline: lint, types, the workflows' schema, the plugin's own tests, then the suite and the
-# example workloads for real.
+# The CPU pipeline: lint, types, the workflows' schema, the plugin's own tests (the slow end-to-end ones
+# included), then the suite and the example workloads for real.
 # pytest's exit status 5 (no test collected) fails it.
 #   ci/check.sh
 set -euo pipefail
@@ -18,6 +18,6 @@ run_pytest() {
   return "$status"
 }
 
-run_pytest tests
+run_pytest tests --run-slow  # the slow end-to-end sessions too, once
 run_pytest perf_tests
 run_pytest examples

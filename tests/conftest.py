@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ if not torch.cuda.is_available():
     # torch.distributed imports it, so it is set before any test module is collected
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+SLOW_LEFT_OUT = pytest.StashKey[int]()
 TOY_SOURCE = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
 
 TOY_TEST = """
@@ -44,3 +46,30 @@ def toy_suite(pytester: pytest.Pytester):
         return pytester
 
     return write
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow", action="store_true", help="also run the slow end-to-end sessions (marked slow; ci/check.sh does)"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: a slow end-to-end session, left out unless --run-slow is given")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --run-slow, the tests marked slow are deselected (and counted as such), not skipped."""
+    if config.getoption("--run-slow"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+        config.stash[SLOW_LEFT_OUT] = len(slow)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left_out = config.stash.get(SLOW_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(f"{left_out} slow end-to-end tests left out: --run-slow runs them (ci/check.sh)")

@@ -59,6 +59,7 @@ def test_workflows_follow_the_github_schema_and_a_broken_one_does_not(tmp_path: 
     assert subprocess.run([*command, str(broken)], capture_output=True, check=False).returncode != 0
 
 
+@pytest.mark.slow
 def test_nightly_dry_run_on_the_cpu_keeps_junit_and_report(tmp_path: Path) -> None:
     out = tmp_path / "nightly"
     done = subprocess.run(

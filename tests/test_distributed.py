@@ -33,6 +33,7 @@ def test_every_failing_rank_is_named_and_no_process_outlives_the_case() -> None:
     assert not multiprocessing.active_children()
 
 
+@pytest.mark.slow
 def test_a_hanging_rank_is_stopped_at_the_timeout_with_every_process() -> None:
     case = Optimization("stuck", ddp={}, options={"hang_on_ranks": (1,)})
     with pytest.raises(distributed.DistributedError, match="stopped after 20 s"):

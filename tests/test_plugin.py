@@ -35,6 +35,7 @@ def test_strict_fails_without_baseline(toy_suite) -> None:
     assert "second measurement" not in result.stdout.str()  # no measurement can supply a missing baseline
 
 
+@pytest.mark.slow
 def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
     pytester = toy_suite()
     first = pytester.runpytest(*BASE, "--update-baselines")
@@ -56,6 +57,7 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
     assert re.search(r"\| toy/reference +\| +\d+\.\d{3} +\| +\d+\.\d{3} +\| [+-]\d+\.\d%", body)
 
 
+@pytest.mark.slow
 def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
     pytester = toy_suite(sleep_ms=2.0, variant_sleep_ms=2.0)
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
@@ -81,6 +83,7 @@ def test_toy(trainperf, optimization):
 """
 
 
+@pytest.mark.slow
 def test_a_case_slower_once_is_measured_again_in_a_fresh_process_and_passes(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 2.0}'))
@@ -163,6 +166,7 @@ def test_invalid_values_name_their_source(toy_suite, monkeypatch) -> None:
     result.stderr.fnmatch_lines(["ERROR: invalid value '-1' for warmup from ini trainperf_warmup*"])
 
 
+@pytest.mark.slow
 def test_precedence_command_line_over_environment_over_marker(toy_suite, monkeypatch) -> None:
     pytester = toy_suite()
     pytester.makeconftest(
@@ -198,6 +202,7 @@ def test_junit_properties_and_run_document(toy_suite) -> None:
     assert first["stats"]["median"] == pytest.approx(first["extra_info"]["summary_ms"]["median"] / 1000)
 
 
+@pytest.mark.slow
 def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_document(toy_suite) -> None:
     pytester = toy_suite()
     result = pytester.runpytest(*BASE, "--profile=torch", "--perf-report=out", "--junitxml=junit.xml")
@@ -234,6 +239,7 @@ def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_docume
     result.stdout.fnmatch_lines(["note: report written to out/report.html (and report.md)*"])
 
 
+@pytest.mark.slow
 def test_pytest_html_rows_carry_the_top5(toy_suite) -> None:
     pytest.importorskip("pytest_html", reason="pytest-html not installed")
     pytester = toy_suite()
@@ -263,6 +269,7 @@ def test_no_trainperf_cases_leave_the_session_alone(pytester: pytest.Pytester) -
     assert "trainperf:" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_xdist_workers_write_their_own_run_documents_and_the_controller_merges_them(toy_suite) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
     pytester = toy_suite()
@@ -283,6 +290,7 @@ def test_xdist_workers_write_their_own_run_documents_and_the_controller_merges_t
     )
 
 
+@pytest.mark.slow
 def test_xdist_workers_updating_baselines_at_once_lose_no_entry(toy_suite) -> None:
     """Two workers rewrite the same device file at the same time: the lock keeps both cases."""
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
@@ -376,6 +384,7 @@ def test_toy(trainperf, optimization):
 """
 
 
+@pytest.mark.slow
 def test_image_cases_log_their_costs_and_data_parallel_ones_their_scaling(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=DATA_PARALLEL_AND_IMAGES_TEST)
