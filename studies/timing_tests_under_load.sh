@@ -18,7 +18,7 @@ done
 trap 'kill "${pids[@]}" 2>/dev/null' EXIT
 failed=0
 for run in $(seq "$runs"); do
-  if out=$(pytest tests/test_plugin.py -q -p no:cacheprovider \
+  if out=$(pytest tests/test_plugin.py -q -p no:cacheprovider --run-slow \
     -k "update_writes or slower_case or throttled or slower_once" 2>&1); then
     echo "run $run: $(echo "$out" | tail -n 1)"
   else
