@@ -240,3 +240,23 @@ def test_scaling_efficiency_is_given_for_gpu_processes_only(backend: str, expect
     scaling efficiency to give."""
     info = {"speedup": 1.8, "communication": {"processes": 2, "backend": backend}}
     assert lines.scaling_efficiency(info) == expected
+
+
+def test_names_with_markup_pipes_and_control_characters_are_shown_safely(tmp_path: Path) -> None:
+    """A case named with HTML, a table's pipe, a newline or a NUL byte neither runs, breaks a table, nor
+    reaches a page as a raw control character; it shows as written, escapes visible."""
+    hostile = json.loads(RUNS[1].read_text())
+    names = ["gpt2/<script>alert(1)</script>", "gpt2/a|b", "gpt2/two\nlines", "gpt2/nul\x00byte"]
+    reference, variant = hostile["benchmarks"][:2]
+    hostile["benchmarks"] = [reference, *({**variant, "name": name} for name in names)]
+    hostile["notes"] = ["<img src=x onerror=alert(1)>"]
+    (tmp_path / "hostile.json").write_text(json.dumps(hostile))
+    report = build_report([load(tmp_path / "hostile.json")])
+    markdown = write_markdown(report, tmp_path).read_text(encoding="utf-8")
+    page = write_html(report, tmp_path).read_text(encoding="utf-8")
+    assert "<script>" not in markdown and "<img" not in markdown and "\x00" not in markdown
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown and "gpt2/a\\|b" in markdown
+    assert "gpt2/two\\nlines" in markdown and "gpt2/nul\\x00byte" in markdown
+    table = [line for line in markdown.splitlines() if line.startswith("| gpt2/") and " ± " in line]  # the cases
+    assert len(table) == 5 and all(line.count(" | ") == table[0].count(" | ") for line in table)
+    assert "\x00" not in page and "<script>alert" not in page and "gpt2/two\\nlines" in page

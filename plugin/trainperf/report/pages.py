@@ -4,11 +4,11 @@ escaped) and ``report.md`` (charts as PNG files beside it)."""
 from __future__ import annotations
 
 import base64
-import html
 from pathlib import Path
 
 import pandas as pd
 
+from trainperf.report.escape import html_text, markdown_text
 from trainperf.report.experiment import CaseProfileView, Report, WorkloadSection
 from trainperf.report.headline import Headline
 
@@ -115,37 +115,42 @@ def _image(data: bytes, alt: str) -> str:
 
 
 def _text(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    return html_text(value)
+
+
+def _md(value: object) -> str:
+    return markdown_text(value)
 
 
 def write_markdown(report: Report, directory: Path) -> Path:
     images = directory / IMAGES
     images.mkdir(parents=True, exist_ok=True)
-    lines = [f"# {report.title}", "", *_markdown_headline(report.headline)]
+    lines = [f"# {_md(report.title)}", "", *_markdown_headline(report.headline)]
     for section in report.sections:
-        lines += [f"## {section.name}", ""]
+        name = _md(section.name)
+        lines += [f"## {name}", ""]
         if section.speedup_png:
             chart = _save(section.speedup_png, images / f"{_slug(section.name)}-ladder.png")
-            lines += [f"![{section.name}: what each step buys]({IMAGES}/{chart.name})", ""]
+            lines += [f"![{name}: what each step buys]({IMAGES}/{chart.name})", ""]
         lines += [_markdown(section.cases), ""]
         for view in section.profiles:
             lines += _markdown_profile(view, images)
         timing = _save(section.timing_png, images / f"{_slug(section.name)}-timing.png")
-        lines += ["### Time per iteration", "", f"![{section.name}: time per iteration]({IMAGES}/{timing.name})", ""]
+        lines += ["### Time per iteration", "", f"![{name}: time per iteration]({IMAGES}/{timing.name})", ""]
         if section.ladder_png:
             ladder = _save(section.ladder_png, images / f"{_slug(section.name)}-ladder-roofline.png")
             lines += [
                 "### The cases on the roofline",
                 "",
-                f"![{section.name}: cases on the roofline]({IMAGES}/{ladder.name})",
+                f"![{name}: cases on the roofline]({IMAGES}/{ladder.name})",
                 "",
             ]
     if report.notes:
-        lines += ["## Notes", "", *[f"- {note}" for note in report.notes], ""]
+        lines += ["## Notes", "", *[f"- {_md(note)}" for note in report.notes], ""]
     lines += ["## Device", "", _markdown(report.device), ""]
     if not report.clocks.empty:
         lines += ["### Clocks seen (before and after each case's timed run)", "", _markdown(report.clocks), ""]
-    lines += ["From " + ", ".join(f"`{source}`" for source in report.sources), ""]
+    lines += ["From " + ", ".join(f"`{_md(source)}`" for source in report.sources), ""]
     path = directory / MARKDOWN_FILE
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
@@ -153,7 +158,7 @@ def write_markdown(report: Report, directory: Path) -> Path:
 
 def _markdown_headline(headline: Headline) -> list[str]:
     lines = [", ".join(f"**{count} {verdict}**" for verdict, count in headline.counts.items()), ""]
-    lines += [f"- {message}" for message in headline.failures]
+    lines += [f"- {_md(message)}" for message in headline.failures]
     lines += [""] if headline.failures else []
     if not headline.best.empty:
         lines += [_markdown(headline.best), ""]
@@ -161,20 +166,21 @@ def _markdown_headline(headline: Headline) -> list[str]:
 
 
 def _markdown_profile(view: CaseProfileView, images: Path) -> list[str]:
-    lines = [f"### {view.case}: {view.role}", "", view.summary, ""]
+    lines = [f"### {_md(view.case)}: {_md(view.role)}", "", _md(view.summary), ""]
     if view.verdict:
-        lines += [f"**{view.verdict}**", ""]
+        lines += [f"**{_md(view.verdict)}**", ""]
     if not view.top.empty:
         lines += [_markdown(view.top.drop(columns="full name")), ""]
-    lines += [*view.reasons, ""] if view.reasons else []
+    lines += [*map(_md, view.reasons), ""] if view.reasons else []
     if view.roofline_png:
         chart = _save(view.roofline_png, images / f"{_slug(view.case)}-roofline.png")
-        lines += [f"![{view.case} roofline]({IMAGES}/{chart.name})", ""]
+        lines += [f"![{_md(view.case)} roofline]({IMAGES}/{chart.name})", ""]
     return lines
 
 
 def _markdown(frame: pd.DataFrame) -> str:
-    return str(frame.to_markdown(index=False, disable_numparse=True))  # keep the figures as formatted
+    cells = frame.map(lambda value: _md(_cell(value)))
+    return str(cells.to_markdown(index=False, disable_numparse=True))  # keep the figures as formatted
 
 
 def _save(data: bytes, path: Path) -> Path:
