@@ -1,6 +1,7 @@
 import json
 import multiprocessing
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -139,3 +140,34 @@ def test_written_file_has_the_usual_mode_and_keeps_a_chosen_one(tmp_path: Path) 
         assert stat.S_IMODE(path.stat().st_mode) == 0o664
     finally:
         os.umask(previous)
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda path: path.mkdir(), "cannot read it"),  # a directory where the file should be
+        (lambda path: path.write_text("[" * 100_000), "not a valid baseline file"),  # too deep for json
+        (lambda path: path.write_text('{"schema_version": 1, "cases": {}, "x": ' + "9" * 5000 + "}"), "not a valid"),
+        (lambda path: path.write_bytes(b"\xff\xfe"), "not a valid baseline file"),
+    ],
+    ids=["directory", "nested", "huge-integer", "not-utf8"],
+)
+def test_unreadable_files_are_one_baseline_error_naming_the_file(tmp_path: Path, make, expected: str) -> None:
+    path = tmp_path / "dev.json"
+    make(path)
+    with pytest.raises(baselines.BaselineError, match=re.escape(f"{path}: {expected}")):
+        baselines.load(path)
+
+
+@pytest.mark.parametrize(
+    ("summary", "field"),
+    [("fast", "summary"), ({}, "summary.median"), ({"median": float("nan")}, "summary.median")],
+)
+def test_a_stored_summary_that_is_not_figures_names_the_case_and_field(
+    tmp_path: Path, summary: object, field: str
+) -> None:
+    path = tmp_path / "dev.json"
+    stored = {**entry(10.0), "summary": summary}
+    path.write_text(json.dumps({"schema_version": 1, "device": "dev", "cases": {"w/a": stored}}))
+    with pytest.raises(baselines.BaselineError, match=re.escape(f"{path}: case 'w/a' needs {field!r}")):
+        baselines.load(path)

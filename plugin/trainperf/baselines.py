@@ -53,8 +53,11 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
         return {}
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BaselineError(f"{path}: not a valid baseline file ({error}); restore it from git or delete it") from None
+    except OSError as error:  # a directory in its place, no permission to read it
+        raise BaselineError(f"{path}: cannot read it ({error.strerror or error})") from None
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, too deep, an integer too long
+        reason = str(error).splitlines()[0][:200]
+        raise BaselineError(f"{path}: not a valid baseline file ({reason}); restore it from git or delete it") from None
     return _validated(path, document)
 
 
@@ -81,6 +84,11 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
     missing = [key for key in REQUIRED_ENTRY_KEYS if key not in entry]
     if missing:
         raise BaselineError(f"{path}: case {name!r} lacks {', '.join(missing)}")
+    summary = entry["summary"]
+    if not isinstance(summary, dict):
+        raise BaselineError(f"{path}: case {name!r} needs 'summary' as an object of figures")
+    if not _is_positive_number(summary.get("median")):
+        raise BaselineError(f"{path}: case {name!r} needs 'summary.median' as a positive number")
     for key in ("samples_ms", "run_medians_ms"):
         values = entry.get(key, [1.0])  # run_medians_ms is absent from files recorded before it existed
         valid = isinstance(values, list) and values and all(_is_positive_number(x) for x in values)
