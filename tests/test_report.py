@@ -154,6 +154,8 @@ def test_compare_prints_per_case_differences(tmp_path: Path, capsys: pytest.Capt
         ("{", "not JSON"),
         ('{"results": []}', "not a trainperf run document (no 'benchmarks' list)"),
         ('{"benchmarks": [{"name": "x/y", "group": "x", "stats": {}, "extra_info": {}}]}', "case x/y lacks"),
+        ('{"benchmarks": [3]}', "benchmarks[0] must be an object"),
+        ('{"benchmarks": [], "notes": "one note"}', "'notes' must be a list of strings"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_file(
@@ -216,6 +218,43 @@ def test_kernels_without_flops_stand_against_the_dram_roof_and_rates_read_at_a_g
     markdown = (tmp_path / "report.md").read_text()
     assert "2.74 T bytes" in markdown and "51.7 T FLOP" in markdown  # padded transpose, cuBLAS fp32
     assert (tmp_path / "report-images" / "transpose-ladder-roofline.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda case: case.update(name=["x"]), "benchmarks[0]: 'name' must be a string"),
+        (lambda case: case["extra_info"].update(summary_ms="fast"), "'extra_info.summary_ms' must be an object"),
+        (lambda case: case["extra_info"]["summary_ms"].update(median="1"), "'extra_info.summary_ms.median' must be a"),
+        (lambda case: case["extra_info"].update(speedup="2x"), "'extra_info.speedup' must be a number or null"),
+        (lambda case: case["extra_info"].update(metric=0.9), "'extra_info.metric' must be an object"),
+    ],
+)
+def test_a_case_of_the_wrong_types_is_one_line_naming_the_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change, message: str
+) -> None:
+    document = json.loads(RUNS[1].read_text())
+    change(document["benchmarks"][0])
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(document))
+    for argv in (["report", str(path), "-o", str(tmp_path / "out")], ["compare", str(RUNS[1]), str(path)]):
+        assert cli.main(argv) == 2
+        error = capsys.readouterr().err
+        assert error.startswith(f"trainperf: {path}: ") and message in error and error.count("\n") == 1
+
+
+def test_compare_without_cases_and_a_report_into_a_file_are_one_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"benchmarks": []}')
+    assert cli.main(["compare", str(RUNS[1]), str(empty)]) == 2
+    assert capsys.readouterr().err == f"trainperf: {empty}: no cases to compare\n"
+    taken = tmp_path / "taken"
+    taken.write_text("a file")
+    assert cli.main(["report", str(RUNS[1]), "-o", str(taken)]) == 2
+    assert capsys.readouterr().err == f"trainperf: -o {taken}: a file is there, not a folder\n"
+    assert taken.read_text() == "a file"
 
 
 def test_compare_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:

@@ -37,11 +37,19 @@ def _run(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "report":
+            if args.output.exists() and not args.output.is_dir():
+                raise RunDocumentError(f"-o {args.output}: a file is there, not a folder")
             return _report([load(path) for path in args.runs], args.output)
-        return _compare(load(args.before), load(args.after))
+        return _compare(_with_cases(load(args.before)), _with_cases(load(args.after)))
     except RunDocumentError as error:
         print(f"trainperf: {error}", file=sys.stderr)
         return 2
+
+
+def _with_cases(document: RunDocument) -> RunDocument:
+    if not document.cases:
+        raise RunDocumentError(f"{document.path}: no cases to compare")
+    return document
 
 
 def _report(documents: list[RunDocument], output: Path) -> int:

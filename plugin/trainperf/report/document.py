@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,13 +140,57 @@ def load(path: Path) -> RunDocument:
         raise RunDocumentError(f"{path}: not JSON ({error})") from None
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise RunDocumentError(f"{path}: not a trainperf run document (no 'benchmarks' list)")
+    notes = data.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
+        raise RunDocumentError(f"{path}: 'notes' must be a list of strings")
     for index, case in enumerate(data["benchmarks"]):
-        missing = [key for key in REQUIRED if key not in case]
-        missing += [f"extra_info.{key}" for key in REQUIRED_INFO if key not in case.get("extra_info", {})]
-        if missing:
-            name = case.get("name", f"benchmarks[{index}]")
-            raise RunDocumentError(f"{path}: case {name} lacks {', '.join(missing)}")
+        _check_case(path, index, case)
     return RunDocument(path, data)
+
+
+def _check_case(path: Path, index: int, case: Any) -> None:
+    """The fields every report reads, of the types it reads them as; the error names file and field."""
+    where = f"{path}: benchmarks[{index}]"
+    if not isinstance(case, dict):
+        raise RunDocumentError(f"{where} must be an object")
+    missing = [key for key in REQUIRED if key not in case]
+    info = case.get("extra_info")
+    missing += [f"extra_info.{key}" for key in REQUIRED_INFO if not isinstance(info, dict) or key not in info]
+    if missing:
+        raise RunDocumentError(f"{path}: case {case.get('name', f'benchmarks[{index}]')} lacks {', '.join(missing)}")
+    assert isinstance(info, dict)
+    summary, metric = info["summary_ms"], info["metric"]
+    wrong = [
+        ("'name' must be a string", isinstance(case["name"], str)),
+        ("'group' must be a string", isinstance(case["group"], str)),
+        ("'extra_info.summary_ms' must be an object", isinstance(summary, dict)),
+        ("'extra_info.summary_ms.median' must be a positive number", _positive(_get(summary, "median"))),
+        ("'extra_info.summary_ms.iqr' must be a number", _number(_get(summary, "iqr"))),
+        ("'extra_info.speedup' must be a number or null", info["speedup"] is None or _number(info["speedup"])),
+        ("'extra_info.samples_per_second' must be a number", _number(info["samples_per_second"])),
+        ("'extra_info.metric' must be an object", isinstance(metric, dict)),
+        ("'extra_info.metric' needs 'name' and a numeric 'value'", _metric(metric)),
+        ("'extra_info.verdict' must be a string", isinstance(info["verdict"], str)),
+    ]
+    for message, holds in wrong:
+        if not holds:
+            raise RunDocumentError(f"{where}: {message}")
+
+
+def _get(mapping: Any, key: str) -> Any:
+    return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(value: Any) -> bool:
+    return _number(value) and value > 0
+
+
+def _metric(metric: Any) -> bool:
+    return isinstance(metric, dict) and isinstance(metric.get("name"), str) and _number(metric.get("value"))
 
 
 def merged_cases(documents: list[RunDocument]) -> list[dict[str, Any]]:
