@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -179,3 +180,33 @@ def test_a_kernel_that_launches_like_another_top5_kernel_says_why_it_has_no_poin
     copy = table[table["name"].str.contains("bfloat16_copy_kernel")].iloc[0]
     assert copy["name"] in alike and copy["bound"] == "memory"  # its other shapes were matched
     assert table["bound"].notna().sum() == 4
+
+
+def test_a_timed_out_profiler_is_stopped_with_every_process_it_started(tmp_path: Path) -> None:
+    """A tool that starts a child of its own and hangs: at the timeout the whole group goes, not only the
+    tool itself."""
+    grandchild = tmp_path / "grandchild.pid"
+    tool = executable(tmp_path / "hangs", f"sleep 300 & echo $! > {grandchild}; wait")
+    with pytest.raises(ProfileError, match="hangs timed out after 1 s"):
+        run_logged([str(tool)], job(tmp_path, timeout_s=1.0), "hangs.log")
+    pid = int(grandchild.read_text())
+    for _ in range(50):  # the kill is sent at once; the process may take a moment to go
+        if not Path(f"/proc/{pid}").exists() or "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the profiler's own child {pid} outlived its timeout")
+
+
+def test_a_hanging_version_probe_is_bounded_by_the_profile_timeout(tmp_path: Path) -> None:
+    executable(tmp_path / "nsys", "sleep 300")
+    started = time.monotonic()
+    with pytest.raises(tools.ToolError, match="--version did not answer within 1 s"):
+        tools.find("nsys", {"PATH": str(tmp_path)}, timeout_s=1.0)
+    assert time.monotonic() - started < 10
+
+
+def test_a_version_banner_of_other_bytes_than_utf8_still_gives_the_tool(tmp_path: Path) -> None:
+    banner = r"NVIDIA (R) Nsight Compute \377\376 Profiler\nVersion 2025.3.1.0 (build 36398880) (public-release)\n"
+    executable(tmp_path / "ncu", f"printf '{banner}'")
+    assert tools.find("ncu", {"PATH": str(tmp_path)}).version == "2025.3.1.0"

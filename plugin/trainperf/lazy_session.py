@@ -81,7 +81,9 @@ class LazySession:
         from trainperf.profile.profiler import ProfileSetup, choose_backend
 
         settings, config = self.settings, self.config
-        backend = choose_backend(settings.profile, device.type, os.environ, torch.__version__, session.note)
+        backend = choose_backend(
+            settings.profile, device.type, os.environ, torch.__version__, session.note, settings.profile_timeout
+        )
         report = config.rootpath / ".trainperf" if settings.report is None else Path(settings.report).resolve()
         root = report / "profiles"
         children = session.children

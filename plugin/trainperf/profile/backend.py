@@ -21,6 +21,7 @@ import pandas as pd
 
 from trainperf.profile import launches
 from trainperf.profile.child import CHILD_INFO
+from trainperf.profile.process_group import run_in_own_group
 from trainperf.profile.roofline import RooflinePoint
 
 PERMISSION_HINT = (
@@ -83,7 +84,7 @@ def run_logged(
 ) -> None:
     """Run ``argv`` from the rootdir (``extra_env`` added to its environment), its output in
     ``out_dir/log_name`` (its standard output alone in ``out_dir/output_name`` when given); ProfileError
-    on failure, timeout or ncu's permission error."""
+    on failure, timeout (every process it started stopped) or ncu's permission error."""
     env = None if extra_env is None else {**os.environ, **extra_env}
     job.out_dir.mkdir(parents=True, exist_ok=True)
     log = job.out_dir / log_name
@@ -91,9 +92,7 @@ def run_logged(
     with log.open("w", encoding="utf-8") as handle, contextlib.ExitStack() as stack:
         stdout = stack.enter_context((job.out_dir / output_name).open("w")) if output_name else handle
         try:
-            done = subprocess.run(
-                list(argv), cwd=job.rootdir, env=env, stdout=stdout, stderr=handle, timeout=job.timeout_s, check=False
-            )
+            status = run_in_own_group(argv, job.timeout_s, cwd=job.rootdir, env=env, stdout=stdout, stderr=handle)
         except subprocess.TimeoutExpired:
             raise ProfileError(f"{tool} timed out after {job.timeout_s:g} s (log: {log})") from None
         except OSError as error:
@@ -101,8 +100,8 @@ def run_logged(
     text = log.read_text(encoding="utf-8", errors="replace")
     if "ERR_NVGPUCTRPERM" in text:
         raise ProfileError(PERMISSION_HINT)
-    if done.returncode != 0:
-        raise ProfileError(f"{tool} exited with status {done.returncode}: {last_line(text)} (log: {log})")
+    if status != 0:
+        raise ProfileError(f"{tool} exited with status {status}: {last_line(text)} (log: {log})")
 
 
 def last_line(text: str) -> str:

@@ -46,10 +46,16 @@ class ProfileSetup:
 
 
 def choose_backend(
-    requested: str, device_type: str, environ: Mapping[str, str], torch_version: str, note: Callable[[str], None]
+    requested: str,
+    device_type: str,
+    environ: Mapping[str, str],
+    torch_version: str,
+    note: Callable[[str], None],
+    timeout_s: float = tools.PROBE_TIMEOUT_S,
 ) -> Backend:
     """The backend for ``--profile=requested``; on a CPU run, or without nsys, torch.profiler with a note;
-    without ncu, the Top-5 of nsys (or torch.profiler) without a roofline."""
+    without ncu, the Top-5 of nsys (or torch.profiler) without a roofline. A tool's ``--version`` probe
+    has ``timeout_s`` (the profile timeout) to answer."""
     torch_backend = TorchProfiler(torch_version)
     if requested == "torch":
         return torch_backend
@@ -58,14 +64,14 @@ def choose_backend(
         return torch_backend
     if requested == "ncu":
         try:
-            ncu = tools.find("ncu", environ)
+            ncu = tools.find("ncu", environ, timeout_s)
         except tools.ToolError as error:
             note(f"{error}: no roofline, Top-5 only")
         else:
             note(f"profiler: {ncu.describe()}")
             return NcuProfiler(ncu, torch_backend)
     try:
-        nsys = tools.find("nsys", environ)
+        nsys = tools.find("nsys", environ, timeout_s)
     except tools.ToolError as error:
         note(f"{error}: torch.profiler finds the Top-5 instead")
         return torch_backend

@@ -7,11 +7,15 @@ import glob
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainperf.profile.process_group import run_in_own_group
+
 OVERRIDES = {"nsys": "TRAINPERF_NSYS", "ncu": "TRAINPERF_NCU"}
+PROBE_TIMEOUT_S = 60.0  # a --version probe's limit when no profile timeout is given
 INSTALL_GLOBS = {  # newest first after sorting; standard install locations of the CUDA toolkit and Nsight
     "nsys": (
         "/usr/local/cuda/bin/nsys",
@@ -60,18 +64,24 @@ def locate(name: str, environ: Mapping[str, str]) -> Path:
     raise ToolError(f"{name} not found: set {variable} to its path or put it on PATH")
 
 
-def version(path: Path) -> str:
-    """The version line's last word, e.g. ``2025.3.1.0``; ``unknown`` when it does not print one."""
-    try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError) as error:
-        raise ToolError(f"{path} --version failed: {error}") from None
-    lines = [line for line in out.stdout.splitlines() if "version" in line.lower()]
+def version(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> str:
+    """The version line's last word, e.g. ``2025.3.1.0``; ``unknown`` when it does not print one. The probe
+    runs in a group of its own, stopped whole after ``timeout_s``; bytes that are not UTF-8 are replaced."""
+    with tempfile.TemporaryFile() as banner:
+        try:
+            run_in_own_group([str(path), "--version"], timeout_s, stdout=banner, stderr=subprocess.STDOUT)
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"{path} --version did not answer within {timeout_s:g} s") from None
+        except OSError as error:
+            raise ToolError(f"{path} --version failed: {error}") from None
+        banner.seek(0)
+        text = banner.read().decode("utf-8", errors="replace")
+    lines = [line for line in text.splitlines() if "version" in line.lower()]
     if not lines:
         return "unknown"
     return lines[-1].split("(")[0].split()[-1]
 
 
-def find(name: str, environ: Mapping[str, str]) -> Tool:
+def find(name: str, environ: Mapping[str, str], timeout_s: float = PROBE_TIMEOUT_S) -> Tool:
     path = locate(name, environ)
-    return Tool(name, path, version(path))
+    return Tool(name, path, version(path, timeout_s))
