@@ -166,6 +166,33 @@ def test_invalid_values_name_their_source(toy_suite, monkeypatch) -> None:
     result.stderr.fnmatch_lines(["ERROR: invalid value '-1' for warmup from ini trainperf_warmup*"])
 
 
+MARKED = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+@pytest.mark.trainperf(MARKER)
+def test_toy(trainperf):
+    trainperf.run(Toy(), Optimization("reference"))
+"""
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("iter=3", "@pytest.mark.trainperf takes iters=N, warmup=N; got iter"),
+        ("3, 1", "@pytest.mark.trainperf takes iters=N, warmup=N, by name only; got the positional argument(s) 3, 1"),
+        ("iters=0", "invalid value 0 for iters from marker trainperf(iters=...): expected a positive integer"),
+    ],
+)
+def test_a_bad_marker_is_a_usage_error_before_any_case_runs(toy_suite, marker: str, message: str) -> None:
+    pytester = toy_suite()
+    pytester.makepyfile(test_toy=MARKED.replace("MARKER", marker))
+    result = pytester.runpytest(*BASE)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: test_toy.py::test_toy: {message}"])
+
+
 @pytest.mark.slow
 def test_precedence_command_line_over_environment_over_marker(toy_suite, monkeypatch) -> None:
     pytester = toy_suite()

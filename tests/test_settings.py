@@ -1,7 +1,8 @@
+import re
 from pathlib import Path
 
 import pytest
-from trainperf.settings import OPTIONS, SettingError, build_settings, resolve
+from trainperf.settings import OPTIONS, SettingError, build_settings, marker_values, resolve
 
 
 def test_precedence_command_line_environment_ini_marker_default() -> None:
@@ -40,3 +41,16 @@ def test_relative_baseline_dir_is_taken_from_rootdir(tmp_path: Path) -> None:
     settings = build_settings(values, tmp_path)
     assert settings.baseline_dir == tmp_path / "baselines"
     assert settings.profile == "off" and settings.report is None
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((3, 1), {}, "by name only; got the positional argument(s) 3, 1"),
+        ((), {"iter": 3}, "@pytest.mark.trainperf takes iters=N, warmup=N; got iter"),
+    ],
+)
+def test_a_marker_argument_the_plugin_would_ignore_is_an_error(args: tuple, kwargs: dict, message: str) -> None:
+    with pytest.raises(SettingError, match=re.escape(message)):
+        marker_values(args, kwargs)
+    assert marker_values((), {"iters": 3}) == {"iters": 3}

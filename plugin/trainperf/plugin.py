@@ -13,7 +13,7 @@ import pytest
 from trainperf import worker_setup
 from trainperf.lazy_session import LazySession
 from trainperf.profile.child import ChildRun
-from trainperf.settings import OPTIONS, SettingError, build_settings, resolve
+from trainperf.settings import OPTIONS, SettingError, build_settings, marker_values, resolve
 
 if TYPE_CHECKING:
     from trainperf.fixture import TrainPerf
@@ -93,8 +93,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Load this device's baselines once, before any case runs: an unusable file stops the run here."""
     from trainperf.baselines import BaselineError
 
-    if not any("trainperf" in getattr(item, "fixturenames", ()) for item in items):
+    cases = [item for item in items if "trainperf" in getattr(item, "fixturenames", ())]
+    if not cases:
         return
+    for item in cases:
+        _marked_iterations(item)  # a bad marker is a usage error before anything runs
     try:
         config.stash[SESSION_KEY].get().load_baselines()
     except BaselineError as error:
@@ -106,13 +109,19 @@ def trainperf(request: pytest.FixtureRequest, record_property: Callable[[str, ob
     """Runs training cases: ``trainperf.run(workload, optimization, reference=...)``."""
     from trainperf.fixture import TrainPerf
 
-    marker = request.node.get_closest_marker(MARKER)
-    marked = dict(marker.kwargs) if marker else {}
+    iters, warmup = _marked_iterations(request.node)
+    return TrainPerf(request.config.stash[SESSION_KEY].get(), request.node.nodeid, iters, warmup, record_property)
+
+
+def _marked_iterations(item: pytest.Item) -> tuple[int | None, int | None]:
+    """(iters, warmup) that the item's ``trainperf`` marker sets; a usage error naming the item otherwise."""
+    marker = item.get_closest_marker(MARKER)
     try:
+        marked = marker_values(tuple(marker.args), marker.kwargs) if marker else {}
         iters, warmup = (resolve(OPTIONS[name], marker=marked.get(name)).value for name in ("iters", "warmup"))
     except SettingError as error:
-        raise pytest.UsageError(f"{request.node.nodeid}: {error}") from None
-    return TrainPerf(request.config.stash[SESSION_KEY].get(), request.node.nodeid, iters, warmup, record_property)
+        raise pytest.UsageError(f"{item.nodeid}: {error}") from None
+    return iters, warmup
 
 
 @pytest.hookimpl(hookwrapper=True)

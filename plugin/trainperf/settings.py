@@ -197,6 +197,21 @@ OPTIONS: dict[str, OptionSpec] = {
 }
 
 
+MARKER_OPTIONS = tuple(name for name, spec in OPTIONS.items() if spec.in_marker)
+
+
+def marker_values(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``@pytest.mark.trainperf(...)`` sets, by name; SettingError for a positional or unknown
+    argument, which would otherwise be silently ignored."""
+    usage = "@pytest.mark.trainperf takes " + ", ".join(f"{name}=N" for name in MARKER_OPTIONS)
+    if args:
+        raise SettingError(f"{usage}, by name only; got the positional argument(s) {', '.join(map(repr, args))}")
+    unknown = sorted(set(kwargs) - set(MARKER_OPTIONS))
+    if unknown:
+        raise SettingError(f"{usage}; got {', '.join(unknown)}")
+    return dict(kwargs)
+
+
 @dataclass(frozen=True)
 class Resolved:
     value: Any
