@@ -171,3 +171,10 @@ def test_a_stored_summary_that_is_not_figures_names_the_case_and_field(
     path.write_text(json.dumps({"schema_version": 1, "device": "dev", "cases": {"w/a": stored}}))
     with pytest.raises(baselines.BaselineError, match=re.escape(f"{path}: case 'w/a' needs {field!r}")):
         baselines.load(path)
+
+
+def test_a_file_given_as_the_baseline_folder_is_an_error_not_no_baselines(tmp_path: Path) -> None:
+    folder = tmp_path / "baselines"
+    folder.write_text("not a folder")
+    with pytest.raises(baselines.BaselineError, match=re.escape(f"{folder}: a file is there, not a folder")):
+        baselines.load(baselines.baseline_path(folder, "dev"))

@@ -144,6 +144,20 @@ def test_corrupt_baseline_is_one_clear_error_and_stays_untouched(toy_suite) -> N
         assert path.read_text() == '{"schema_version": 1, "cases": {'
 
 
+def test_a_baseline_write_that_fails_loses_nothing_else_and_is_one_line(toy_suite) -> None:
+    """The summary, run.json and the report are written whatever the baseline write meets; its failure
+    is one line and the usage status."""
+    pytester = toy_suite()
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
+    lock = baseline_file(pytester).with_name(baseline_file(pytester).name + ".lock")
+    lock.unlink(missing_ok=True)
+    lock.mkdir()  # the write's lock cannot be opened
+    result = pytester.runpytest(*BASE, *RECORD_ONCE, "--perf-report=out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*toy/reference*pass*", f"note: baselines not written: {lock}: Is a directory"])
+    assert (pytester.path / "out" / "run.json").is_file() and (pytester.path / "out" / "report.html").is_file()
+
+
 def test_unknown_schema_version_is_refused(toy_suite) -> None:
     pytester = toy_suite()
     pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)

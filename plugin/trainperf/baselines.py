@@ -49,6 +49,8 @@ def baseline_path(directory: str | Path, device_slug: str) -> Path:
 
 def load(path: Path) -> dict[str, dict[str, Any]]:
     """Cases stored in ``path`` (empty when the file does not exist)."""
+    if path.parent.exists() and not path.parent.is_dir():
+        raise BaselineError(f"{path.parent}: a file is there, not a folder of baseline files (--baseline-dir)")
     if not path.exists():
         return {}
     try:

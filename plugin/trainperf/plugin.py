@@ -146,7 +146,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if lazy.session is not None:
         from trainperf.publish import publish
 
-        publish(lazy.session)
+        if not publish(lazy.session):  # the baselines could not be written: the usage status, as for a bad file
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
     elif worker_setup.is_controller(session.config) and lazy.settings.report is not None:
         from trainperf.publish import merge_workers
 

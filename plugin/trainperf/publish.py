@@ -9,20 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainperf import workers
+from trainperf.baselines import BaselineError
 
 if TYPE_CHECKING:
     from trainperf.session import PerfSession
 
 
-def publish(perf: PerfSession) -> None:
-    """Write the run's baselines, changes, run document and report, noting where each went."""
-    perf.write_baselines()
+def publish(perf: PerfSession) -> bool:
+    """Write the run document and the report, then the baselines (under --update-baselines) and their
+    changes, noting where each went. The run's record comes first and stands whatever the baseline write
+    meets; a failed write is one note, and False."""
     report = perf.settings.report
-    if perf.changes and report is not None:
-        from trainperf.report.baseline_changes import write_changes
-
-        path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, report)
-        perf.note(f"baseline changes written to {path}")
     if report is not None and perf.results:
         from trainperf.report.document import write_run_document
 
@@ -30,6 +27,19 @@ def publish(perf: PerfSession) -> None:
         perf.note(f"run document written to {path}")
         if workers.worker_id(os.environ) is None:
             perf.note(write_report(path))
+    try:
+        perf.write_baselines()
+    except (BaselineError, OSError) as error:
+        where = perf.baseline_file if isinstance(error, BaselineError) else error.filename or perf.baseline_file
+        reason = str(error) if isinstance(error, BaselineError) else f"{where}: {error.strerror or error}"
+        perf.note(f"baselines not written: {reason}")
+        return False
+    if perf.changes and report is not None:
+        from trainperf.report.baseline_changes import write_changes
+
+        path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, report)
+        perf.note(f"baseline changes written to {path}")
+    return True
 
 
 def merge_workers(report: Path) -> list[str]:
