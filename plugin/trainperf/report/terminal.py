@@ -41,17 +41,23 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
             f"note: no stored baseline in {session.baseline_file} for {len(missing)} case(s): "
             f"{', '.join(missing)}; record them with --update-baselines"
         )
-    if session.results and session.peak_flops is None:
+    if session.results and session.device.type == "cpu":  # on a GPU the session notes a missing peak itself
+        _write_cpu_notes(session, terminal)
+    for note in session.notes:
+        terminal.write_line("note: " + note)
+    _write_skipped(terminal)
+
+
+def _write_cpu_notes(session: PerfSession, terminal: Any) -> None:
+    """What the CPU's figures do not mean: no MFU without a peak, no speedup where the GPU is the target."""
+    if session.peak_flops is None:
         terminal.write_line(f"note: no MFU: no peak FLOP/s is known for {session.fingerprint.name}")
     slower = [r.key for r in session.results if r.speedup is not None and r.speedup < 1.0]
-    if slower and session.device.type == "cpu":
+    if slower:
         terminal.write_line(
             f"note: {len(slower)} case(s) ran slower than their reference on the CPU ({', '.join(slower)}): "
             "most optimizations target the GPU; a speedup is checked only where a case declares one for the CPU"
         )
-    for note in session.notes:
-        terminal.write_line("note: " + note)
-    _write_skipped(terminal)
 
 
 def _write_skipped(terminal: Any) -> None:
