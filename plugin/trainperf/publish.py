@@ -29,10 +29,11 @@ def publish(perf: PerfSession) -> bool:
             perf.note(write_report(path))
     try:
         perf.write_baselines()
-    except (BaselineError, OSError) as error:
-        where = perf.baseline_file if isinstance(error, BaselineError) else error.filename or perf.baseline_file
-        reason = str(error) if isinstance(error, BaselineError) else f"{where}: {error.strerror or error}"
-        perf.note(f"baselines not written: {reason}")
+    except BaselineError as error:  # names the file already
+        perf.note(f"baselines not written: {error}")
+        return False
+    except OSError as error:
+        perf.note(f"baselines not written: {error.filename or perf.baseline_file}: {error.strerror or error}")
         return False
     if perf.changes and report is not None:
         from trainperf.report.baseline_changes import write_changes
