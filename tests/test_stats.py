@@ -78,3 +78,33 @@ def test_more_spread_never_lowers_the_threshold(medians: list[float]) -> None:
     if min(wider) <= 0:
         return
     assert stats.run_noise(wider, 0.0, 0.1).threshold >= stats.run_noise(medians, 0.0, 0.1).threshold * 0.999
+
+
+def test_iteration_spread_is_the_median_run_robust_spread() -> None:
+    steady = [10.0, 10.0, 10.0, 10.0]
+    wobbly = [9.0, 10.0, 11.0, 12.0]  # IQR 2.0 (pytest-benchmark's quartiles), median 10.5
+    assert stats.iteration_spread(steady * 3, 3) == 0.0
+    assert stats.iteration_spread(wobbly * 3, 3) == pytest.approx(2.0 / 1.349 / 10.5)
+    assert stats.iteration_spread(steady + wobbly + wobbly, 3) == pytest.approx(2.0 / 1.349 / 10.5)
+    assert stats.iteration_spread([*wobbly, 10.0], 2) == 0.0  # 5 samples do not split into 2 runs
+    assert stats.iteration_spread([], 1) == 0.0
+
+
+def test_run_noise_takes_the_iterations_spread_where_the_run_medians_agree_more() -> None:
+    agreeing = stats.run_noise([100.0, 100.5, 99.5], floor=0.03, fallback=0.10, iteration_spread=0.06)
+    t = 6.9646  # Student's t at 0.99 with 2 degrees of freedom
+    assert agreeing.spread == pytest.approx(0.005)
+    assert agreeing.threshold == pytest.approx(t * 0.06 * math.sqrt(1 + 1 / 3), rel=1e-3)
+    spread_out = stats.run_noise([90.0, 100.0, 110.0], floor=0.03, fallback=0.10, iteration_spread=0.01)
+    assert spread_out.threshold == pytest.approx(t * 0.10 * math.sqrt(1 + 1 / 3), rel=1e-3)
+
+
+def test_later_runs_widen_the_noise_around_the_recorded_center_without_moving_it() -> None:
+    recorded = [12.3, 12.2, 12.4]  # three runs in one fast sitting
+    alone = stats.run_noise(recorded, floor=0.03, fallback=0.10)
+    later = stats.run_noise(recorded, floor=0.03, fallback=0.10, history_ms=[14.7, 15.4, 16.9])
+    assert later.center_ms == alone.center_ms == pytest.approx(12.3)
+    assert later.runs == 6 and later.spread is not None and alone.spread is not None
+    assert later.spread > 10 * alone.spread and later.threshold > alone.threshold
+    one_recorded = stats.run_noise([10.0], floor=0.03, fallback=0.10, history_ms=[10.2, 9.9])
+    assert one_recorded.measured and one_recorded.runs == 3  # nights measure what one run could not

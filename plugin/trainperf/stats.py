@@ -19,6 +19,7 @@ from scipy import stats as _scipy_stats
 CONFIDENCE = 0.95
 GATE_CONFIDENCE = 0.99  # a run of unchanged code is judged slower at most 1% of the time by chance
 MIN_RUNS = 3  # run medians needed before their spread is taken as the noise
+NORMAL_IQR = 1.349  # interquartile range of a standard normal distribution, in standard deviations
 
 
 @dataclass(frozen=True)
@@ -107,27 +108,54 @@ class RunNoise:
 
     ``threshold`` is the slowdown beyond which a new run's median lies outside the one-sided
     ``GATE_CONFIDENCE`` prediction interval of the stored runs (Student's t, for few runs), and never
-    below ``floor``; ``spread`` is None with fewer than ``MIN_RUNS`` runs, when ``threshold`` is the
-    caller's fallback."""
+    below ``floor``. The spread it uses is the run medians' or, where larger, the iterations' own spread
+    within a run: runs recorded minutes apart can agree far more closely than runs on other nights
+    (docs/evidence/h200-examples-gate.md). ``spread`` is None with fewer than ``MIN_RUNS`` runs, when
+    ``threshold`` is the caller's fallback."""
 
     runs: int
     center_ms: float  # mean of the run medians
     spread: float | None  # relative standard deviation of the run medians
     threshold: float
+    iteration_spread: float = 0.0  # robust relative spread of the iterations within a run
 
     @property
     def measured(self) -> bool:
         return self.spread is not None
 
 
-def run_noise(run_medians_ms: Sequence[float], floor: float, fallback: float) -> RunNoise:
-    """The noise of ``run_medians_ms`` (one median per independent run, at least one)."""
+def run_noise(
+    run_medians_ms: Sequence[float],
+    floor: float,
+    fallback: float,
+    iteration_spread: float = 0.0,
+    history_ms: Sequence[float] = (),
+) -> RunNoise:
+    """The noise of ``run_medians_ms`` (one median per recorded run, at least one) and ``history_ms``
+    (medians of runs accepted on later nights), taken as at least ``iteration_spread``. The center is
+    the recorded runs' alone: later runs widen the measured noise, they never move the baseline."""
     if not run_medians_ms:
         raise ValueError("no run medians")
-    n = len(run_medians_ms)
-    center = statistics.fmean(run_medians_ms)
+    runs = [*run_medians_ms, *history_ms]
+    n = len(runs)
+    center = float(statistics.mean(run_medians_ms))  # exact, so that equal runs have no spread
     if n < MIN_RUNS:
-        return RunNoise(n, center, None, max(floor, fallback))
-    spread = statistics.stdev(run_medians_ms) / center
+        return RunNoise(n, center, None, max(floor, fallback), iteration_spread)
+    spread = statistics.stdev(runs, xbar=center) / center  # about the recorded center, n - 1 degrees
     t = float(_scipy_stats.t.ppf(GATE_CONFIDENCE, n - 1))
-    return RunNoise(n, center, spread, max(floor, t * spread * math.sqrt(1 + 1 / n)))
+    threshold = max(floor, t * max(spread, iteration_spread) * math.sqrt(1 + 1 / n))
+    return RunNoise(n, center, spread, threshold, iteration_spread)
+
+
+def iteration_spread(samples_ms: Sequence[float], runs: int) -> float:
+    """The median over ``runs`` equal consecutive chunks of ``samples_ms`` (one per run) of each run's
+    robust relative spread: IQR / 1.349 / median, a standard deviation where the times are normal and
+    outliers do not move it. 0.0 where the samples do not split into ``runs`` equal runs."""
+    if runs < 1 or not samples_ms or len(samples_ms) % runs:
+        return 0.0
+    size = len(samples_ms) // runs
+    spreads = []
+    for start in range(0, len(samples_ms), size):
+        summary = summarize(samples_ms[start : start + size])
+        spreads.append(summary.iqr / NORMAL_IQR / summary.median if summary.median > 0 else 0.0)
+    return statistics.median(spreads)
