@@ -178,3 +178,24 @@ def test_a_file_given_as_the_baseline_folder_is_an_error_not_no_baselines(tmp_pa
     folder.write_text("not a folder")
     with pytest.raises(baselines.BaselineError, match=re.escape(f"{folder}: a file is there, not a folder")):
         baselines.load(baselines.baseline_path(folder, "dev"))
+
+
+def test_history_keeps_the_last_accepted_runs_of_recorded_cases_only(tmp_path: Path) -> None:
+    path = baselines.baseline_path(tmp_path, "dev")
+    baselines.update(path, "dev", {"w/a": entry(10.0), "w/b": entry(5.0)})
+    assert baselines.add_history(path, "dev", {"w/a": 10.5, "w/gone": 3.0}) == ["w/a"]
+    for night in range(baselines.HISTORY_RUNS + 2):
+        baselines.add_history(path, "dev", {"w/a": 11.0 + night})
+    stored = baselines.load(path)
+    kept = baselines.history(stored["w/a"])
+    assert len(kept) == baselines.HISTORY_RUNS and kept[-1] == 11.0 + baselines.HISTORY_RUNS + 1
+    assert baselines.history(stored["w/b"]) == [] and "w/gone" not in stored
+    baselines.update(path, "dev", {"w/a": entry(9.0)})  # a new recording starts the history again
+    assert baselines.history(baselines.load(path)["w/a"]) == []
+
+
+def test_a_history_that_is_not_positive_numbers_names_the_case(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "history_ms": ["x"]}}}))
+    with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'history_ms' as a list of positive"):
+        baselines.load(path)

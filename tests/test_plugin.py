@@ -445,3 +445,20 @@ def test_image_cases_log_their_costs_and_data_parallel_ones_their_scaling(pytest
     )
     junit = (pytester.path / "junit.xml").read_text()
     assert 'name="trainperf_processes" value="2"' in junit and "trainperf_scaling_efficiency" not in junit
+
+
+def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suite) -> None:
+    pytester = toy_suite()
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
+    for _night in range(2):
+        night = pytester.runpytest(*BASE, "--perf-history")
+        night.assert_outcomes(passed=2)
+        night.stdout.fnmatch_lines(["note: history: 2 passing case(s) added to */bl/cpu-*.json"])
+    stored = json.loads(baseline_file(pytester).read_text())["cases"]
+    assert [len(stored[name]["history_ms"]) for name in sorted(stored)] == [2, 2]
+    third = pytester.runpytest(*BASE, "--perf-report=out")
+    third.assert_outcomes(passed=2)
+    checks = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][0]["extra_info"]["checks"]
+    baseline = next(check for check in checks if check["name"] == "baseline")
+    assert "over 3 runs (2 accepted since the recording)" in baseline["message"]
+    assert "note: history" not in third.stdout.str()  # without --perf-history nothing is added

@@ -22,6 +22,8 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
+# accepted nightly runs kept per case under --perf-history, as dashboards keep a window of past nights
+HISTORY_RUNS = 20
 
 
 class BaselineError(Exception):
@@ -96,6 +98,9 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
         valid = isinstance(values, list) and values and all(_is_positive_number(x) for x in values)
         if not valid:
             raise BaselineError(f"{path}: case {name!r} needs {key!r} as a non-empty list of positive numbers")
+    history = entry.get("history_ms", [])
+    if not (isinstance(history, list) and all(_is_positive_number(x) for x in history)):
+        raise BaselineError(f"{path}: case {name!r} needs 'history_ms' as a list of positive numbers")
 
 
 def _is_positive_number(value: Any) -> bool:
@@ -111,6 +116,26 @@ def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) 
         document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": dict(sorted(merged.items()))}
         _atomic_write(path, json.dumps(document, indent=1) + "\n")
     return [Change(name, _median(old.get(name)), _median(entry)) for name, entry in sorted(entries.items())]
+
+
+def add_history(path: Path, device_slug: str, accepted: Mapping[str, float]) -> list[str]:
+    """Append each accepted run's median to its case's ``history_ms`` (the last ``HISTORY_RUNS``), under
+    the lock; return the cases added. A case the file does not hold is left out: its history starts
+    with its recording."""
+    with _locked(path):
+        cases = load(path)
+        added = sorted(name for name in accepted if name in cases)
+        for name in added:
+            cases[name]["history_ms"] = [*history(cases[name]), accepted[name]][-HISTORY_RUNS:]
+        if added:
+            document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": cases}
+            _atomic_write(path, json.dumps(document, indent=1) + "\n")
+    return added
+
+
+def history(entry: Mapping[str, Any]) -> list[float]:
+    """The medians of the accepted runs kept since the entry was recorded."""
+    return [float(x) for x in entry.get("history_ms", [])]
 
 
 def _median(entry: dict[str, Any] | None) -> float | None:

@@ -29,12 +29,15 @@ def publish(perf: PerfSession) -> bool:
             perf.note(write_report(path))
     try:
         perf.write_baselines()
+        added = perf.write_history()
     except BaselineError as error:  # names the file already
         perf.note(f"baselines not written: {error}")
         return False
     except OSError as error:
         perf.note(f"baselines not written: {error.filename or perf.baseline_file}: {error.strerror or error}")
         return False
+    if added:
+        perf.note(f"history: {len(added)} passing case(s) added to {perf.baseline_file}")
     if perf.changes and report is not None:
         from trainperf.report.baseline_changes import write_changes
 

@@ -90,6 +90,7 @@ class PerfSession:
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     changes: list[baselines.Change] = field(default_factory=list)
+    accepted: dict[str, float] = field(default_factory=dict)  # --perf-history: medians of passing cases
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
     progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
@@ -125,7 +126,8 @@ class PerfSession:
         entry = self.stored.get(key)
         if entry is None:
             return None
-        return gate.Baseline([float(x) for x in entry["samples_ms"]], baselines.run_medians(entry))
+        samples = [float(x) for x in entry["samples_ms"]]
+        return gate.Baseline(samples, baselines.run_medians(entry), baselines.history(entry))
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -138,12 +140,26 @@ class PerfSession:
         self.entries.append(case_entry(result))
         if self.settings.update_baselines and not any(c.passed is False for c in result.checks if c.name == "accuracy"):
             self.pending[result.key] = baseline_entry(result, self.fingerprint)
+        if self.settings.history and _accepted(result):
+            self.accepted[result.key] = result.summary.median
         return self.entries[-1]
 
     def write_baselines(self) -> None:
         """Under --update-baselines: merge the run's entries into this device's file."""
         if self.settings.update_baselines and self.pending:
             self.changes = baselines.update(self.baseline_file, self.fingerprint.slug, self.pending)
+
+    def write_history(self) -> list[str]:
+        """Under --perf-history: the accepted cases' medians added to their baselines' history."""
+        if not (self.settings.history and self.accepted and not self.settings.update_baselines):
+            return []
+        return baselines.add_history(self.baseline_file, self.fingerprint.slug, self.accepted)
+
+
+def _accepted(result: CaseResult) -> bool:
+    """A case that passed, its time judged against a stored baseline (not throttled, not failed)."""
+    judged = any(check.name == "baseline" and check.passed is True for check in result.checks)
+    return judged and result.verdict == "pass"
 
 
 def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict[str, Any]:

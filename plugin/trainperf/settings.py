@@ -186,6 +186,15 @@ OPTIONS: dict[str, OptionSpec] = {
             is_flag=True,
         ),
         OptionSpec(
+            "history",
+            "--perf-history",
+            "add the median of each case that passed its baseline check to that baseline's history (the "
+            "last 20 runs), from which the gate measures the noise between nights; for nightly runners",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+        OptionSpec(
             "strict",
             "--perf-strict",
             "fail a case that has no stored baseline instead of passing it with a note",
@@ -264,6 +273,7 @@ class Settings:
     gpu_per_worker: bool = False
     runs: int | None = None
     confirmations: int = 10
+    history: bool = False
 
     @property
     def runs_per_case(self) -> int:
@@ -291,5 +301,6 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         gpu_per_worker=values["gpu_per_worker"].value,
         runs=values["runs"].value,
         confirmations=values["confirmations"].value,
+        history=values["history"].value,
         sources={name: resolved.source for name, resolved in values.items()},
     )
