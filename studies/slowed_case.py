@@ -1,18 +1,22 @@
-"""Detection power on a GPU: one case of the suite made slower by extra GPU work of known duration.
+"""Detection power on a GPU: one case of the suite or of the examples made slower by extra work of
+known duration, on the GPU (GPU-bound cases) or on the host (host-bound ones).
 
 Run on a GPU machine with the baseline folder of this machine (``studies/trust_runs.sh`` records one):
 
     TRAINPERF_SLOWED_CASE=gpt2/amp_bf16 TRAINPERF_BASELINE_DIR=DIR pytest studies/slowed_case.py --junitxml=J
+    TRAINPERF_SLOWED_CASE=lstm_lm/amp_bf16 TRAINPERF_SLOWED_ON=host TRAINPERF_SLOWDOWNS=0.1 ...
 
-Each item trains the case with ``torch.cuda._sleep`` added to every iteration, sized to a fraction of the
-case's stored median at the clock measured here first; the gate then judges it against that baseline as
-it would any case. ``studies/trust_table.py`` counts how often a slowdown was caught from the JUnit file.
+Each item trains the case with extra work after every optimizer step, sized to a fraction of the case's
+stored median: ``torch.cuda._sleep`` at the clock measured here first, or a busy loop of the main thread.
+The gate then judges it against that baseline as it would any case. ``studies/trust_table.py`` counts how
+often a slowdown was caught from the JUnit file.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +26,18 @@ from trainperf import baselines, stats
 from trainperf import device as devices
 from trainperf.fixture import TrainPerf
 
-SLOWDOWNS = (0.03, 0.05, 0.10)
+SLOWDOWNS = tuple(float(x) for x in os.environ.get("TRAINPERF_SLOWDOWNS", "0.03,0.05,0.10").split(","))
 RUNS = int(os.environ.get("TRAINPERF_SLOWED_RUNS", "10"))
 CASE = os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16")
+ON_HOST = os.environ.get("TRAINPERF_SLOWED_ON", "gpu") == "host"
+EXAMPLES = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}
+
+
+def busy_wait(ms: float) -> None:
+    """Keep the main thread busy for ``ms`` milliseconds, as slower host code in the step would."""
+    end = time.perf_counter() + ms / 1e3
+    while time.perf_counter() < end:
+        pass
 
 
 @dataclass
@@ -34,14 +47,18 @@ class Slowed:
 
     workload: Any
     cycles: int
+    host_ms: float = 0.0  # instead of cycles: a busy loop of the main thread
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.workload, name)
 
     def build(self, device: torch.device, size: str, optimization: Any) -> Any:
         training = self.workload.build(device, size, optimization)
-        cycles = self.cycles
-        training.optimizer.register_step_post_hook(lambda *_: torch.cuda._sleep(cycles))
+        cycles, host_ms = self.cycles, self.host_ms
+        if host_ms:
+            training.optimizer.register_step_post_hook(lambda *_: busy_wait(host_ms))
+        else:
+            training.optimizer.register_step_post_hook(lambda *_: torch.cuda._sleep(cycles))
         return training
 
 
@@ -77,10 +94,13 @@ def test_slowed(
     trainperf: TrainPerf, record_property: Any, spin: tuple[float, float], slowdown: float, run: int
 ) -> None:
     workload_name, optimization_name = CASE.split("/")
-    ladder = importlib.import_module(f"workloads.ladders.{workload_name}").LADDER
+    module = EXAMPLES.get(workload_name, f"workloads.ladders.{workload_name}")
+    ladder = importlib.import_module(module).LADDER
     optimization = next(o for o in ladder.cases if o.name == optimization_name)
     median_ms, rate = spin
     cycles = int(slowdown * median_ms * rate)
+    host_ms = slowdown * median_ms if ON_HOST else 0.0
     record_property("trainperf_slowdown", slowdown)
-    record_property("trainperf_spin_ms", round(cycles / rate, 4))
-    trainperf.run(Slowed(ladder.workload, cycles), optimization, reference=ladder.reference)
+    record_property("trainperf_spin_ms", round(host_ms or cycles / rate, 4))
+    record_property("trainperf_slowed_on", "host" if ON_HOST else "gpu")
+    trainperf.run(Slowed(ladder.workload, cycles, host_ms), optimization, reference=ladder.reference)
