@@ -3,9 +3,10 @@
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
 random labels (a broken optimization whose accuracy drops), ``images`` counts its samples as images,
 ``slow_once`` names a file: the build that finds it deletes it and adds 6 ms of host time to every step
-(a case that looks slower once), ``out_of_memory`` raises torch's
-out-of-memory error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks
-and ``hang_on_ranks`` sleeps there for a minute, from the second step.
+(a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError
+there (a broken case), ``out_of_memory`` raises torch's out-of-memory error from its third step; in a
+data-parallel run, ``fail_on_ranks`` raises on those ranks and ``hang_on_ranks`` sleeps there for a
+minute, from the second step.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class Toy:
         # One intra-op thread: its ops are too small to split, and a second thread that has to be scheduled
         # beside a busy process stalls every step by a scheduler time slice (docs/evidence/cpu-timing-noise.md)
         torch.set_num_threads(1)
+        raise_in = optimization.options.get("raise_in")
+        if raise_in == "build":
+            raise ValueError("toy build failed\nsecond line of the message")
         generator = torch.Generator().manual_seed(0)
         points = torch.randn(1024, 8, generator=generator)
         labels = (points @ torch.randn(8, generator=generator) > 0).long()
@@ -58,6 +62,8 @@ class Toy:
             steps[0] += 1
             if out_of_memory and steps[0] >= 3:
                 raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (toy)")
+            if raise_in == "step" and steps[0] >= 2:
+                raise ValueError(f"toy step {steps[0]} failed")
             if fails and steps[0] >= 2:
                 raise RuntimeError(f"toy failure on rank {rank}")
             time.sleep(60.0 if hangs and steps[0] >= 2 else sleep_s)
@@ -65,6 +71,8 @@ class Toy:
             return value
 
         def evaluate(model: nn.Module) -> float:
+            if raise_in == "evaluate":
+                raise ValueError("toy evaluation failed")
             return (model(points.to(device)).argmax(1) == labels.to(device)).float().mean().item()
 
         model = nn.Linear(8, 2).to(device)

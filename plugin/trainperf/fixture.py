@@ -54,9 +54,15 @@ class TrainPerf:
 
             run_marked_iteration(spec, child.out_dir, child.torch)
             return None
-        first = self._measure_runs(spec)
-        result = self._result(spec, first, self._reference(spec, first, declared))
-        result = self._confirmed(spec, result, declared)
+        try:
+            first = self._measure_runs(spec)
+            result = self._result(spec, first, self._reference(spec, first, declared))
+            result = self._confirmed(spec, result, declared)
+        except Exception as error:  # the test fails with its traceback; every report names the case
+            reason = f"{type(error).__name__}: {_first_line(error)}"
+            self.session.record_unfinished(spec.key, self.nodeid, "error", reason)
+            error.add_note(f"trainperf: the error above ended case {spec.key}")
+            raise
         measurement = result.measurement
         if measurement.communication is not None and self.session.profiling is not None:
             self.session.note(f"{spec.key}: not profiled: a data-parallel case runs one process per GPU")
@@ -248,6 +254,12 @@ def _plot(points: list[RooflinePoint], path: Path, key: str, session: PerfSessio
     except (OSError, ValueError) as error:
         session.note(f"{key}: roofline plot not written: {error}")
         return path
+
+
+def _first_line(error: BaseException) -> str:
+    """The error's message on one line, at most 200 characters."""
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else "(no message)"
 
 
 def _with_first(check: gate.Check, first: str | None) -> gate.Check:

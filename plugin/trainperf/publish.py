@@ -20,7 +20,7 @@ def publish(perf: PerfSession) -> bool:
     changes, noting where each went. The run's record comes first and stands whatever the baseline write
     meets; a failed write is one note, and False."""
     report = perf.settings.report
-    if report is not None and perf.results:
+    if report is not None and (perf.results or perf.unfinished):
         from trainperf.report.document import write_run_document
 
         path = write_run_document(perf, report, workers.run_file(os.environ))

@@ -91,6 +91,7 @@ class PerfSession:
     notes: list[str] = field(default_factory=list)
     changes: list[baselines.Change] = field(default_factory=list)
     accepted: dict[str, float] = field(default_factory=dict)  # --perf-history: medians of passing cases
+    unfinished: list[dict[str, str]] = field(default_factory=list)  # cases that started and did not finish
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
     progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
@@ -143,6 +144,11 @@ class PerfSession:
         if self.settings.history and _accepted(result):
             self.accepted[result.key] = result.summary.median
         return self.entries[-1]
+
+    def record_unfinished(self, key: str, nodeid: str, verdict: str, reason: str) -> None:
+        """A case that started and ended without a measurement (an error, its time limit): every report
+        lists it with its verdict and one-line reason."""
+        self.unfinished.append({"name": key, "fullname": nodeid, "verdict": verdict, "reason": reason})
 
     def write_baselines(self) -> None:
         """Under --update-baselines: merge the run's entries into this device's file."""

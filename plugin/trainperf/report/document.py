@@ -100,6 +100,7 @@ def run_document(session: PerfSession) -> dict[str, Any]:
         "commit_info": {"id": git_commit()},
         "settings": {"size": session.size, "device": str(session.device), "sources": dict(session.settings.sources)},
         "benchmarks": list(session.entries),
+        "unfinished": list(session.unfinished),
         "notes": session.notes,
     }
 
@@ -129,6 +130,11 @@ class RunDocument:
     def machine(self) -> dict[str, Any]:
         return dict(self.data.get("machine_info") or {})
 
+    @property
+    def unfinished(self) -> list[dict[str, str]]:
+        """Cases that started and did not finish: name, fullname, verdict, reason."""
+        return list(self.data.get("unfinished", []))
+
 
 def load(path: Path) -> RunDocument:
     """Read and check one run document."""
@@ -143,6 +149,9 @@ def load(path: Path) -> RunDocument:
     notes = data.get("notes", [])
     if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
         raise RunDocumentError(f"{path}: 'notes' must be a list of strings")
+    unfinished = data.get("unfinished", [])
+    if not isinstance(unfinished, list) or not all(_unfinished_case(case) for case in unfinished):
+        raise RunDocumentError(f"{path}: 'unfinished' must be a list of objects with string name, verdict, reason")
     for index, case in enumerate(data["benchmarks"]):
         _check_case(path, index, case)
     return RunDocument(path, data)
@@ -175,6 +184,10 @@ def _check_case(path: Path, index: int, case: Any) -> None:
     for message, holds in wrong:
         if not holds:
             raise RunDocumentError(f"{where}: {message}")
+
+
+def _unfinished_case(case: Any) -> bool:
+    return isinstance(case, dict) and all(isinstance(case.get(key), str) for key in ("name", "verdict", "reason"))
 
 
 def _get(mapping: Any, key: str) -> Any:
@@ -210,6 +223,7 @@ def merge(documents: list[RunDocument]) -> dict[str, Any]:
     return {
         **first,
         "benchmarks": [case for document in documents for case in document.cases],
+        "unfinished": [case for document in documents for case in document.unfinished],
         "notes": list(dict.fromkeys(note for document in documents for note in document.data.get("notes", []))),
         "workers": [{"file": document.path.name, "machine_info": document.machine} for document in documents],
     }

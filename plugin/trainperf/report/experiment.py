@@ -50,6 +50,7 @@ class Report:
     sections: list[WorkloadSection]
     notes: list[str]
     sources: list[str]
+    unfinished: pd.DataFrame  # cases that started and did not finish: case, verdict, reason
 
 
 def build_report(documents: list[RunDocument]) -> Report:
@@ -60,7 +61,12 @@ def build_report(documents: list[RunDocument]) -> Report:
     notes = list(dict.fromkeys(note for d in documents for note in d.data.get("notes", [])))
     title = "trainperf report: " + ", ".join(workloads)
     headline = build_headline(cases)
-    return Report(title, headline, devices, _clocks(cases), sections, notes, [str(d.path) for d in documents])
+    unfinished = pd.DataFrame(
+        [{"case": c["name"], "verdict": c["verdict"], "reason": c["reason"]} for d in documents for c in d.unfinished],
+        columns=["case", "verdict", "reason"],
+    )
+    sources = [str(d.path) for d in documents]
+    return Report(title, headline, devices, _clocks(cases), sections, notes, sources, unfinished)
 
 
 def _device_row(document: RunDocument) -> dict[str, Any]:

@@ -36,6 +36,8 @@ def write_html(report: Report, directory: Path) -> Path:
         f"<style>{STYLE}</style></head><body><h1>{_text(report.title)}</h1>",
         _html_headline(report.headline),
     ]
+    if not report.unfinished.empty:
+        parts += ["<h2>Cases that did not finish</h2>", table_html(report.unfinished)]
     parts += [_html_section(section) for section in report.sections]
     if report.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_text(n)}</li>" for n in report.notes) + "</ul>")
@@ -145,6 +147,8 @@ def write_markdown(report: Report, directory: Path) -> Path:
                 f"![{name}: cases on the roofline]({IMAGES}/{ladder.name})",
                 "",
             ]
+    if not report.unfinished.empty:
+        lines += ["## Cases that did not finish", "", _markdown(report.unfinished), ""]
     if report.notes:
         lines += ["## Notes", "", *[f"- {_md(note)}" for note in report.notes], ""]
     lines += ["## Device", "", _markdown(report.device), ""]

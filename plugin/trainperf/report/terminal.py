@@ -22,11 +22,13 @@ def cases_text(entries: Sequence[Mapping[str, Any]]) -> str:
 
 def write_summary(session: PerfSession, terminal: Any) -> None:
     """Write the cases table, baseline changes and notes to pytest's terminal reporter."""
-    if not (session.results or session.notes):
+    if not (session.results or session.notes or session.unfinished):
         return
     terminal.write_sep("=", f"trainperf: {session.fingerprint.name} ({session.size})")
     if session.results:
         terminal.write_line(cases_text(session.entries))
+    for case in session.unfinished:
+        terminal.write_line(f"{case['name']}: {case['verdict']}: {case['reason']}")
     for result in session.results:
         if result.profile is not None:
             for line in profile_summary.lines(result.key, result.profile):
