@@ -2,7 +2,8 @@ import re
 from pathlib import Path
 
 import pytest
-from trainperf.settings import OPTIONS, SettingError, build_settings, marker_values, resolve
+from trainperf.options import OPTIONS, SettingError, marker_values
+from trainperf.settings import build_settings, resolve
 
 
 def test_precedence_command_line_environment_ini_marker_default() -> None:

@@ -12,8 +12,9 @@ import pytest
 
 from trainperf import worker_setup
 from trainperf.lazy_session import LazySession
+from trainperf.options import OPTIONS, SettingError, marker_values
 from trainperf.profile.child import ChildRun
-from trainperf.settings import OPTIONS, SettingError, build_settings, marker_values, resolve
+from trainperf.settings import build_settings, resolve
 
 if TYPE_CHECKING:
     from trainperf.fixture import TrainPerf

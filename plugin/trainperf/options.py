@@ -1,0 +1,215 @@
+"""Every trainperf option in one table: its flag, environment variable, ini key, marker name, help
+and parser; ``settings`` resolves them. Pure: no torch, no pytest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PROFILERS = ("off", "torch", "nsys", "ncu")
+DEVICES = ("auto", "cuda", "cpu")
+
+
+class SettingError(ValueError):
+    """An option value that cannot be used; the message names where it came from."""
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a positive integer") from None
+    if value < 1:
+        raise ValueError("expected a positive integer")
+    return value
+
+
+def _non_negative_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected an integer >= 0") from None
+    if value < 0:
+        raise ValueError("expected an integer >= 0")
+    return value
+
+
+def _boolean(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("expected true or false (1/0, yes/no, on/off)")
+
+
+def _positive_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("expected a positive number") from None
+    if not value > 0:
+        raise ValueError("expected a positive number")
+    return value
+
+
+def _text(raw: str) -> str:
+    if not raw.strip():
+        raise ValueError("expected a non-empty path")
+    return raw.strip()
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option: its command-line flag, environment variable, ini key, help and parser."""
+
+    name: str
+    flag: str
+    help: str
+    parse: Callable[[str], Any]
+    default: Any
+    is_flag: bool = False  # a store_true switch on the command line
+    in_marker: bool = False  # may be set per test with @pytest.mark.trainperf(name=...)
+
+    @property
+    def env(self) -> str:
+        return "TRAINPERF_" + self.name.upper()
+
+    @property
+    def ini(self) -> str:
+        return "trainperf_" + self.name
+
+
+OPTIONS: dict[str, OptionSpec] = {
+    spec.name: spec
+    for spec in (
+        OptionSpec(
+            "profile",
+            "--profile",
+            "re-run each case under a profiler and attach its Top-5 kernels: off, torch, nsys or ncu",
+            _choice(PROFILERS),
+            "off",
+        ),
+        OptionSpec(
+            "profile_timeout",
+            "--perf-profile-timeout",
+            "seconds each profiler run of a case may take before it is stopped and noted",
+            _positive_float,
+            900.0,
+        ),
+        OptionSpec(
+            "update_baselines",
+            "--update-baselines",
+            "rewrite this device's baseline file with the cases of this run and print old -> new",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+        OptionSpec("baseline_dir", "--baseline-dir", "folder of per-device baseline files", _text, "baselines"),
+        OptionSpec(
+            "iters",
+            "--perf-iters",
+            "timed training iterations per case (default: the workload's own)",
+            _positive_int,
+            None,
+            in_marker=True,
+        ),
+        OptionSpec(
+            "warmup",
+            "--perf-warmup",
+            "untimed warm-up iterations per case, for compile and autotune (default: the workload's own)",
+            _non_negative_int,
+            None,
+            in_marker=True,
+        ),
+        OptionSpec(
+            "runs",
+            "--perf-runs",
+            "independent runs of each case (each built, warmed up and timed afresh), whose medians give its "
+            "run-to-run noise (default: 3 under --update-baselines, else 1)",
+            _positive_int,
+            None,
+        ),
+        OptionSpec(
+            "confirmations",
+            "--perf-confirmations",
+            "at most this many cases that look slower than their baseline (or short of their speedup) are "
+            "measured again before they fail; 0: none",
+            _non_negative_int,
+            10,
+        ),
+        OptionSpec(
+            "device",
+            "--perf-device",
+            "where cases run: auto (cuda when present, else cpu with tiny sizes), cuda or cpu",
+            _choice(DEVICES),
+            "auto",
+        ),
+        OptionSpec(
+            "report",
+            "--perf-report",
+            "folder for the JSON run document and the profiles of --profile (profiles default to .trainperf/)",
+            _text,
+            None,
+        ),
+        OptionSpec(
+            "peak_tflops",
+            "--perf-peak-tflops",
+            "dense bf16 tensor-core peak in TFLOP/s for MFU (default: the vendor's figure for known GPUs)",
+            _positive_float,
+            None,
+        ),
+        OptionSpec(
+            "gpu_per_worker",
+            "--perf-gpu-per-worker",
+            "under pytest-xdist (-n N), each worker claims a GPU of its own (CUDA_VISIBLE_DEVICES) "
+            "and runs on that GPU's share of the host's cores",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+        OptionSpec(
+            "history",
+            "--perf-history",
+            "add the median of each case that passed its baseline check to that baseline's history (the "
+            "last 20 runs), from which the gate measures the noise between nights; for nightly runners",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+        OptionSpec(
+            "strict",
+            "--perf-strict",
+            "fail a case that has no stored baseline instead of passing it with a note",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+    )
+}
+
+
+MARKER_OPTIONS = tuple(name for name, spec in OPTIONS.items() if spec.in_marker)
+
+
+def marker_values(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``@pytest.mark.trainperf(...)`` sets, by name; SettingError for a positional or unknown
+    argument, which would otherwise be silently ignored."""
+    usage = "@pytest.mark.trainperf takes " + ", ".join(f"{name}=N" for name in MARKER_OPTIONS)
+    if args:
+        raise SettingError(f"{usage}, by name only; got the positional argument(s) {', '.join(map(repr, args))}")
+    unknown = sorted(set(kwargs) - set(MARKER_OPTIONS))
+    if unknown:
+        raise SettingError(f"{usage}; got {', '.join(unknown)}")
+    return dict(kwargs)
