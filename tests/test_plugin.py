@@ -194,9 +194,13 @@ def test_toy(trainperf):
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
-        ("iter=3", "@pytest.mark.trainperf takes iters=N, warmup=N; got iter"),
-        ("3, 1", "@pytest.mark.trainperf takes iters=N, warmup=N, by name only; got the positional argument(s) 3, 1"),
-        ("iters=0", "invalid value 0 for iters from marker trainperf(iters=...): expected a positive integer"),
+        ("iter=3", "@pytest.mark.trainperf takes iters=N, warmup=N, timeout=N; got iter"),
+        (
+            "3, 1",
+            "@pytest.mark.trainperf takes iters=N, warmup=N, timeout=N, by name only; "
+            "got the positional argument(s) 3, 1",
+        ),
+        ("iters=0", "invalid value 0 for iters from marker trainperf(iters=...): expected an integer from 1 to 100000"),
     ],
 )
 def test_a_bad_marker_is_a_usage_error_before_any_case_runs(toy_suite, marker: str, message: str) -> None:

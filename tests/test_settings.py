@@ -48,7 +48,7 @@ def test_relative_baseline_dir_is_taken_from_rootdir(tmp_path: Path) -> None:
     ("args", "kwargs", "message"),
     [
         ((3, 1), {}, "by name only; got the positional argument(s) 3, 1"),
-        ((), {"iter": 3}, "@pytest.mark.trainperf takes iters=N, warmup=N; got iter"),
+        ((), {"iter": 3}, "@pytest.mark.trainperf takes iters=N, warmup=N, timeout=N; got iter"),
     ],
 )
 def test_a_marker_argument_the_plugin_would_ignore_is_an_error(args: tuple, kwargs: dict, message: str) -> None:

@@ -4,9 +4,10 @@
 random labels (a broken optimization whose accuracy drops), ``images`` counts its samples as images,
 ``slow_once`` names a file: the build that finds it deletes it and adds 6 ms of host time to every step
 (a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError
-there (a broken case), ``out_of_memory`` raises torch's out-of-memory error from its third step; in a
-data-parallel run, ``fail_on_ranks`` raises on those ranks and ``hang_on_ranks`` sleeps there for a
-minute, from the second step.
+there (a broken case), ``hang_s`` sleeps that long in its second step (a hung case),
+``out_of_memory`` raises torch's out-of-memory error from its third step; in a data-parallel run,
+``fail_on_ranks`` raises on those ranks and ``hang_on_ranks`` sleeps there for a minute, from the
+second step.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class Toy:
             steps[0] += 1
             if out_of_memory and steps[0] >= 3:
                 raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (toy)")
+            if steps[0] == 2:
+                time.sleep(float(optimization.options.get("hang_s", 0.0)))
             if raise_in == "step" and steps[0] >= 2:
                 raise ValueError(f"toy step {steps[0]} failed")
             if fails and steps[0] >= 2:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainperf import gate, isolated, stats, verdict
+from trainperf import gate, isolated, stats, time_limit, verdict
 from trainperf.case import REFERENCE, CaseSpec, Optimization
 from trainperf.measurement import Measurement, combined
 from trainperf.profile.roofline import RooflinePoint
@@ -34,6 +34,7 @@ class TrainPerf:
     marker_iters: int | None
     marker_warmup: int | None
     record_property: Callable[[str, object], None]
+    marker_timeout: float | None = None
 
     def run(
         self, workload: Workload, optimization: Optimization, reference: Optimization | None = None
@@ -58,6 +59,12 @@ class TrainPerf:
             first = self._measure_runs(spec)
             result = self._result(spec, first, self._reference(spec, first, declared))
             result = self._confirmed(spec, result, declared)
+        except time_limit.CaseTimeout as error:
+            self.session.record_unfinished(spec.key, self.nodeid, "timeout", str(error))
+            pytest.fail(str(error), pytrace=False)
+        except pytest.fail.Exception as failure:  # out of memory, a data-parallel rank's failure
+            self.session.record_unfinished(spec.key, self.nodeid, "fail", _first_line(failure))
+            raise
         except Exception as error:  # the test fails with its traceback; every report names the case
             reason = f"{type(error).__name__}: {_first_line(error)}"
             self.session.record_unfinished(spec.key, self.nodeid, "error", reason)
@@ -160,7 +167,7 @@ class TrainPerf:
         if spec.optimization.ddp is not None:
             return self._measure_data_parallel(spec)
         try:
-            return run_case(spec)
+            return self._limited(spec)
         except torch.OutOfMemoryError as error:
             out_of_memory = str(error).strip().splitlines()[0][:300]
         release_memory(spec.device)  # outside the except block: its traceback no longer holds the case's tensors
@@ -188,8 +195,21 @@ class TrainPerf:
             self.session.note(
                 f"{spec.workload.name}: reference case measured on demand for the speedup of {spec.optimization.name}"
             )
-            self.session.references[slot] = run_case(spec.but(declared))
+            self.session.references[slot] = self._limited(spec.but(declared))
         return self.session.references[slot]
+
+    def _limited(self, spec: CaseSpec) -> Measurement:
+        """``run_case(spec)`` under the case's time limit: --perf-timeout, else the marker's, else
+        ``time_limit.default_limit_s``."""
+        default = time_limit.default_limit_s(spec.warmup, spec.iters)
+        seconds = next(x for x in (self.session.settings.timeout, self.marker_timeout, default) if x is not None)
+        why = time_limit.unavailable()
+        if why is not None:
+            self.session.note(f"no per-case time limit: {why}")
+            return run_case(spec)
+        how = "raise it with --perf-timeout=S or @pytest.mark.trainperf(timeout=S)"
+        with time_limit.time_limit(seconds, spec.key, how):
+            return run_case(spec)
 
     def _result(self, spec: CaseSpec, measurement: Measurement, reference: Measurement) -> CaseResult:
         session, workload, optimization = self.session, spec.workload, spec.optimization

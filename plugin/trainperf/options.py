@@ -35,6 +35,22 @@ def _positive_int(raw: str) -> int:
     return value
 
 
+MAX_ITERATIONS = 100_000  # per case: beyond it a typo, not a measurement (each is kept in memory)
+
+
+def _iterations(minimum: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"expected an integer from {minimum} to {MAX_ITERATIONS}") from None
+        if not minimum <= value <= MAX_ITERATIONS:
+            raise ValueError(f"expected an integer from {minimum} to {MAX_ITERATIONS}")
+        return value
+
+    return parse
+
+
 def _non_negative_int(raw: str) -> int:
     try:
         value = int(raw)
@@ -121,7 +137,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "iters",
             "--perf-iters",
             "timed training iterations per case (default: the workload's own)",
-            _positive_int,
+            _iterations(1),
             None,
             in_marker=True,
         ),
@@ -129,7 +145,16 @@ OPTIONS: dict[str, OptionSpec] = {
             "warmup",
             "--perf-warmup",
             "untimed warm-up iterations per case, for compile and autotune (default: the workload's own)",
-            _non_negative_int,
+            _iterations(0),
+            None,
+            in_marker=True,
+        ),
+        OptionSpec(
+            "timeout",
+            "--perf-timeout",
+            "seconds one run of a case in the test process may take before it is stopped and failed "
+            "(default: 300 + 2 per warm-up or timed iteration)",
+            _positive_float,
             None,
             in_marker=True,
         ),

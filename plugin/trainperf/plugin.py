@@ -98,7 +98,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not cases:
         return
     for item in cases:
-        _marked_iterations(item)  # a bad marker is a usage error before anything runs
+        _marked(item)  # a bad marker is a usage error before anything runs
     try:
         config.stash[SESSION_KEY].get().load_baselines()
     except BaselineError as error:
@@ -110,19 +110,20 @@ def trainperf(request: pytest.FixtureRequest, record_property: Callable[[str, ob
     """Runs training cases: ``trainperf.run(workload, optimization, reference=...)``."""
     from trainperf.fixture import TrainPerf
 
-    iters, warmup = _marked_iterations(request.node)
-    return TrainPerf(request.config.stash[SESSION_KEY].get(), request.node.nodeid, iters, warmup, record_property)
+    iters, warmup, timeout = _marked(request.node)
+    session = request.config.stash[SESSION_KEY].get()
+    return TrainPerf(session, request.node.nodeid, iters, warmup, record_property, timeout)
 
 
-def _marked_iterations(item: pytest.Item) -> tuple[int | None, int | None]:
-    """(iters, warmup) that the item's ``trainperf`` marker sets; a usage error naming the item otherwise."""
+def _marked(item: pytest.Item) -> tuple[Any, ...]:
+    """(iters, warmup, timeout) that the item's ``trainperf`` marker sets; a usage error naming the item
+    otherwise."""
     marker = item.get_closest_marker(MARKER)
     try:
         marked = marker_values(tuple(marker.args), marker.kwargs) if marker else {}
-        iters, warmup = (resolve(OPTIONS[name], marker=marked.get(name)).value for name in ("iters", "warmup"))
+        return tuple(resolve(OPTIONS[name], marker=marked.get(name)).value for name in ("iters", "warmup", "timeout"))
     except SettingError as error:
         raise pytest.UsageError(f"{item.nodeid}: {error}") from None
-    return iters, warmup
 
 
 @pytest.hookimpl(hookwrapper=True)

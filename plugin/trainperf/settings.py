@@ -71,6 +71,7 @@ class Settings:
     runs: int | None = None
     confirmations: int = 10
     history: bool = False
+    timeout: float | None = None  # seconds per in-process run of a case; None: time_limit.default_limit_s
 
     @property
     def runs_per_case(self) -> int:
@@ -99,5 +100,6 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         runs=values["runs"].value,
         confirmations=values["confirmations"].value,
         history=values["history"].value,
+        timeout=values["timeout"].value,
         sources={name: resolved.source for name, resolved in values.items()},
     )
