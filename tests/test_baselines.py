@@ -199,3 +199,14 @@ def test_a_history_that_is_not_positive_numbers_names_the_case(tmp_path: Path) -
     path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "history_ms": ["x"]}}}))
     with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'history_ms' as a list of positive"):
         baselines.load(path)
+
+
+def test_changes_between_two_loads_name_new_changed_and_removed_cases() -> None:
+    old = {"w/a": entry(10.0), "w/b": entry(5.0), "w/gone": entry(1.0)}
+    new = {"w/a": entry(11.0), "w/b": entry(5.0), "w/new": entry(2.0)}
+    changes = baselines.changes_between(old, new)
+    assert [(c.case, c.old_median_ms, c.new_median_ms) for c in changes] == [
+        ("w/a", 10.0, 11.0),
+        ("w/gone", 1.0, None),
+        ("w/new", None, 2.0),
+    ]

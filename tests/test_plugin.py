@@ -466,3 +466,39 @@ def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suit
     baseline = next(check for check in checks if check["name"] == "baseline")
     assert "over 3 runs (2 accepted since the recording)" in baseline["message"]
     assert "note: history" not in third.stdout.str()  # without --perf-history nothing is added
+
+
+@pytest.mark.slow
+def test_xdist_update_merges_every_workers_changes_into_one_table_and_the_terminal(toy_suite) -> None:
+    pytest.importorskip("xdist", reason="pytest-xdist not installed")
+    result = toy_suite().runpytest(*BASE, "-n", "2", "--update-baselines", "--perf-report=out")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["baselines written to */bl/cpu-*.json:"])
+    result.stdout.fnmatch_lines(["  toy/reference: new -> * ms"])
+    result.stdout.fnmatch_lines(["  toy/variant: new -> * ms"])
+    table = (Path("out") / "baseline-changes.md").read_text()  # pytester runs in its own folder
+    assert "| toy/reference" in table and "| toy/variant" in table
+
+
+INTERRUPTED = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+CASES = [Optimization("reference", options={}), Optimization("later", options={"raise_in": "interrupt"})]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+
+
+def test_an_interrupted_update_writes_the_cases_that_finished_and_says_so(pytester: pytest.Pytester) -> None:
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=INTERRUPTED)
+    result = pytester.runpytest(*BASE, *RECORD_ONCE)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["note: interrupted: the 1 case(s) that finished are written to the baselines; the others keep *"]
+    )
+    assert sorted(json.loads(baseline_file(pytester).read_text())["cases"]) == ["toy/reference"]

@@ -4,10 +4,10 @@
 random labels (a broken optimization whose accuracy drops), ``images`` counts its samples as images,
 ``slow_once`` names a file: the build that finds it deletes it and adds 6 ms of host time to every step
 (a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError
-there (a broken case), ``hang_s`` sleeps that long in its second step (a hung case),
-``out_of_memory`` raises torch's out-of-memory error from its third step; in a data-parallel run,
-``fail_on_ranks`` raises on those ranks and ``hang_on_ranks`` sleeps there for a minute, from the
-second step.
+there (a broken case), or with "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s``
+sleeps that long in its second step (a hung case), ``out_of_memory`` raises torch's out-of-memory
+error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
+``hang_on_ranks`` sleeps there for a minute, from the second step.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ class Toy:
         # beside a busy process stalls every step by a scheduler time slice (docs/evidence/cpu-timing-noise.md)
         torch.set_num_threads(1)
         raise_in = optimization.options.get("raise_in")
+        if raise_in == "interrupt":
+            raise KeyboardInterrupt
         if raise_in == "build":
             raise ValueError("toy build failed\nsecond line of the message")
         generator = torch.Generator().manual_seed(0)

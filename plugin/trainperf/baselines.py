@@ -138,6 +138,13 @@ def history(entry: Mapping[str, Any]) -> list[float]:
     return [float(x) for x in entry.get("history_ms", [])]
 
 
+def changes_between(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> list[Change]:
+    """The cases whose entry differs between two loads of one file (an xdist run's workers each wrote
+    some of them)."""
+    names = sorted(name for name in {*old, *new} if old.get(name) != new.get(name))
+    return [Change(name, _median(old.get(name)), _median(new.get(name))) for name in names]
+
+
 def _median(entry: dict[str, Any] | None) -> float | None:
     """The entry's center: the mean of its run medians, as the gate takes it."""
     return None if entry is None else statistics.fmean(run_medians(entry))

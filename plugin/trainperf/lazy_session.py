@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,6 +29,7 @@ class LazySession:
         self.twin_only = twin_only  # another plugin owns --profile: ours is --perf-profile alone
         self.session: PerfSession | None = None
         self.merged_lines: list[str] = []  # the xdist controller's summary of what its workers ran
+        self.baselines_before: dict[Path, dict[str, dict[str, Any]]] | None = None  # the controller's, to merge
 
     def get(self) -> PerfSession:
         if self.session is None:

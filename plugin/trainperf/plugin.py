@@ -78,6 +78,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = LazySession(settings, child_run, config, twin_only)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The xdist controller under --update-baselines keeps the baseline files as they were, to show
+    every worker's changes at the end (xdist's controller is known only once configured)."""
+    lazy = session.config.stash.get(SESSION_KEY, None)
+    if lazy is not None and lazy.settings.update_baselines and worker_setup.is_controller(session.config):
+        from trainperf.publish import snapshot_baselines
+
+        lazy.baselines_before = snapshot_baselines(lazy.settings.baseline_dir)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's controller, for each worker it starts: where workers claim their GPUs."""
@@ -148,12 +158,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if lazy.session is not None:
         from trainperf.publish import publish
 
+        if exitstatus == pytest.ExitCode.INTERRUPTED and lazy.settings.update_baselines:
+            finished = len(lazy.session.pending)
+            lazy.session.note(f"interrupted: the {finished} case(s) that finished are written to the baselines; "
+                              "the others keep their stored entries")  # fmt: skip
         if not publish(lazy.session):  # the baselines could not be written: the usage status, as for a bad file
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
-    elif worker_setup.is_controller(session.config) and lazy.settings.report is not None:
-        from trainperf.publish import merge_workers
+    elif worker_setup.is_controller(session.config):
+        from trainperf.publish import merge_workers, merged_changes
 
-        lazy.merged_lines = merge_workers(Path(lazy.settings.report))
+        if lazy.settings.report is not None:
+            lazy.merged_lines = merge_workers(Path(lazy.settings.report))
+        if lazy.baselines_before is not None:
+            report = lazy.settings.report
+            lazy.merged_lines += merged_changes(lazy.baselines_before, lazy.settings.baseline_dir, report)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

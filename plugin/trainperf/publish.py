@@ -3,13 +3,16 @@ and the report; under xdist the controller merges its workers' documents."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trainperf import workers
-from trainperf.baselines import BaselineError
+from trainperf.baselines import BaselineError, changes_between, format_changes
+from trainperf.baselines import load as load_baselines
+from trainperf.report.baseline_changes import FILE as CHANGES_FILE
 
 if TYPE_CHECKING:
     from trainperf.session import PerfSession
@@ -38,7 +41,7 @@ def publish(perf: PerfSession) -> bool:
         return False
     if added:
         perf.note(f"history: {len(added)} passing case(s) added to {perf.baseline_file}")
-    if perf.changes and report is not None:
+    if perf.changes and report is not None and workers.worker_id(os.environ) is None:  # else: the controller
         from trainperf.report.baseline_changes import write_changes
 
         path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, report)
@@ -62,6 +65,35 @@ def merge_workers(report: Path) -> list[str]:
     table = display_cases(cases_frame(merged["benchmarks"])).to_string(index=False).splitlines()
     notes = [f"run documents of {len(found)} workers ({names}) merged into {path}", write_report(path)]
     return table + ["note: " + note for note in [*merged["notes"], *notes]]
+
+
+def snapshot_baselines(directory: Path) -> dict[Path, dict[str, dict[str, Any]]]:
+    """Every readable baseline file of the folder, as loaded: what an xdist run's update changes."""
+    found = {}
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        with contextlib.suppress(BaselineError):
+            found[path] = load_baselines(path)
+    return found
+
+
+def merged_changes(before: dict[Path, dict[str, dict[str, Any]]], directory: Path, report: Path | None) -> list[str]:
+    """The xdist controller after --update-baselines: every worker's old -> new lines, and one
+    baseline-changes.md for them all under --perf-report."""
+    from trainperf.report.baseline_changes import changes_markdown
+
+    lines: list[str] = []
+    sections = []
+    for path, after in snapshot_baselines(directory).items():
+        changes = changes_between(before.get(path, {}), after)
+        if changes:
+            device = next(iter(after.values()), {}).get("fingerprint", {}).get("name", path.stem)
+            lines += [f"baselines written to {path}:", *("  " + line for line in format_changes(changes))]
+            sections.append(changes_markdown(changes, path, device))
+    if sections and report is not None:
+        report.mkdir(parents=True, exist_ok=True)
+        (report / CHANGES_FILE).write_text("\n".join(sections), encoding="utf-8")
+        lines.append(f"note: baseline changes of every worker written to {report / CHANGES_FILE}")
+    return lines
 
 
 def write_report(run_document: Path) -> str:
