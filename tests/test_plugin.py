@@ -65,7 +65,7 @@ def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
     slowed.assert_outcomes(passed=1, failed=1)
     slowed.stdout.fnmatch_lines(
         [
-            "*toy/variant: slower than baseline: median * ms vs baseline * ms (+*%); noise *% over 3 runs: "
+            "*toy/variant: slower than baseline: median * ms vs baseline * ms (+*%); noise *% over 3 runs*: "
             "a slowdown counts beyond *% (first measurement: toy/variant: slower than baseline: *)",
             "note: toy/variant: confirmed by a second measurement (* s): *",
         ]
