@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 import sqlite3
 from dataclasses import dataclass
@@ -81,7 +82,21 @@ def read_nsys_sqlite(path: Path) -> Capture:
             )
     except (sqlite3.Error, pd.errors.DatabaseError) as error:
         raise ProfileFormatError(f"{path}: not an nsys SQLite export with kernels and NVTX ranges ({error})") from None
+    _numeric(path, "kernel", launches, required=("start", "end"), optional=("launch",))
+    _numeric(path, "NVTX range", ranges, required=("start", "end"))
     return Capture(launches, ranges, str(path))
+
+
+def _numeric(
+    path: Path, what: str, frame: pd.DataFrame, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> None:
+    """The frame's time columns as numbers, in place: a missing required time or a time that is not a
+    number is a ProfileFormatError naming the column."""
+    for column in (*required, *optional):
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        if numbers.isna().sum() > frame[column].isna().sum() or (column in required and numbers.isna().any()):
+            raise ProfileFormatError(f"{path}: a {what} has a {column} time that is missing or not a number")
+        frame[column] = numbers.astype("float64")
 
 
 def read_torch_trace(path: Path) -> Capture:
@@ -92,6 +107,7 @@ def read_torch_trace(path: Path) -> Capture:
             events = json.load(handle)["traceEvents"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ProfileFormatError(f"{path}: not a torch.profiler chrome trace ({error})") from None
+    _check_events(path, events)
     launch_times = {
         e["args"]["correlation"]: e["ts"]
         for e in events
@@ -112,6 +128,45 @@ def read_torch_trace(path: Path) -> Capture:
     return Capture(
         pd.DataFrame(rows, columns=columns), pd.DataFrame(ranges, columns=["name", "start", "end"]), str(path), unit
     )
+
+
+READ_CATEGORIES = ("kernel", "cuda_runtime", "cuda_driver", "user_annotation", "cpu_op")
+
+
+def _check_events(path: Path, events: Any) -> None:
+    """Every event the reader uses has its fields, of the types it reads them as; else a
+    ProfileFormatError naming the event."""
+    if not isinstance(events, list):
+        raise ProfileFormatError(f"{path}: 'traceEvents' must be a list")
+    for index, event in enumerate(events):
+        problem = _event_problem(event)
+        if problem is not None:
+            raise ProfileFormatError(f"{path}: traceEvents[{index}] {problem}")
+
+
+def _event_problem(event: Any) -> str | None:
+    if not isinstance(event, dict):
+        return "is not an object"
+    if not isinstance(event.get("args", {}), dict):
+        return "has 'args' that is not an object"
+    if not isinstance(event.get("cat"), str) or event["cat"] not in READ_CATEGORIES:
+        return None  # not read
+    if not isinstance(event.get("name"), str):
+        return f"({event['cat']}) needs a string 'name'"
+    if not all(_finite(event.get(key)) for key in ("ts", "dur")):
+        return f"({event['cat']}) needs numeric 'ts' and 'dur'"
+    args = event.get("args", {})
+    if "correlation" in args and not isinstance(args["correlation"], int | str):
+        return f"({event['cat']}) has a 'correlation' that is neither a number nor a string"
+    for key in ("grid", "block"):
+        value = args.get(key)
+        if value is not None and not (isinstance(value, list) and all(_finite(v) for v in value)):
+            return f"({event['cat']}) has a '{key}' that is not a list of numbers"
+    return None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _torch_row(event: dict[str, Any], launch_us: float) -> dict[str, Any]:
@@ -138,7 +193,7 @@ def _dims(value: Any) -> str | None:
 def _innermost_operators(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """CPU operators that contain no other operator of their thread (their time is their own)."""
     operators = sorted(
-        (e for e in events if e.get("cat") == "cpu_op"), key=lambda e: (e.get("tid"), e["ts"], -e["dur"])
+        (e for e in events if e.get("cat") == "cpu_op"), key=lambda e: (str(e.get("tid")), e["ts"], -e["dur"])
     )
     innermost = []
     for index, here in enumerate(operators):

@@ -44,6 +44,9 @@ class CaseEntry(TypedDict):
 
 REQUIRED = ("name", "group", "stats", "extra_info")
 REQUIRED_INFO = ("summary_ms", "speedup", "samples_per_second", "metric", "verdict")
+# figures the reports read where present
+OPTIONAL_NUMBERS = ("peak_memory_bytes", "baseline_median_ms", "mfu", "first_step_s", "reader_share",
+                    "min_detectable_slowdown")  # fmt: skip
 
 
 def case_entry(result: CaseResult) -> CaseEntry:
@@ -181,9 +184,17 @@ def _check_case(path: Path, index: int, case: Any) -> None:
         ("'extra_info.metric' needs 'name' and a numeric 'value'", _metric(metric)),
         ("'extra_info.verdict' must be a string", isinstance(info["verdict"], str)),
     ]
+    wrong += [
+        (f"'extra_info.{key}' must be a number or null", _optional_number(info.get(key))) for key in OPTIONAL_NUMBERS
+    ]  # noqa: E501
+    wrong.append(("'extra_info.sample_unit' must be a string", isinstance(info.get("sample_unit", ""), str)))
     for message, holds in wrong:
         if not holds:
             raise RunDocumentError(f"{where}: {message}")
+
+
+def _optional_number(value: Any) -> bool:
+    return value is None or _number(value)
 
 
 def _unfinished_case(case: Any) -> bool:
