@@ -6,7 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ruff check . && ruff format --check . && mypy && check-jsonschema --builtin-schema vendor.github-workflows ci/*.yml
+# one command a line: set -e does not stop at a failure inside an && list
+ruff check .
+ruff format --check .
+mypy
+check-jsonschema --builtin-schema vendor.github-workflows ci/*.yml
 
 run_pytest() {
   local status=0

@@ -79,3 +79,16 @@ def test_nightly_fails_when_no_test_runs(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 1 and "nightly: no test ran" in done.stderr
+
+
+def test_the_ci_check_stops_at_a_lint_failure_before_any_test(tmp_path: Path) -> None:
+    """A failing linter fails the pipeline (inside an && list, set -e let it pass on to the tests)."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name, status in (("ruff", 1), ("mypy", 0), ("check-jsonschema", 0), ("pytest", 0)):
+        (tools / name).write_text(f"#!/bin/sh\necho {name} ran >> {tmp_path}/ran\nexit {status}\n")
+        (tools / name).chmod(0o755)
+    env = {"PATH": f"{tools}:/usr/bin:/bin"}
+    done = subprocess.run(["bash", "ci/check.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert (tmp_path / "ran").read_text().splitlines() == ["ruff ran"]
