@@ -136,6 +136,15 @@ def _marked(item: pytest.Item) -> tuple[Any, ...]:
         raise pytest.UsageError(f"{item.nodeid}: {error}") from None
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: Any, output_json: dict[str, Any]) -> None:
+    """pytest-benchmark's --benchmark-json and --benchmark-autosave files carry trainperf's cases too (it
+    writes them only when its own ``benchmark`` fixture ran; else --perf-report's run.json is the file)."""
+    lazy = config.stash.get(SESSION_KEY, None)
+    if lazy is not None and lazy.session is not None:
+        output_json["benchmarks"].extend(lazy.session.entries)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """With pytest-html, a profiled case's row gets its Top-5 table and roofline chart."""

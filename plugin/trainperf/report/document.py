@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import pandas as pd
+from pytest_benchmark import __version__ as pytest_benchmark_version
 from pytest_benchmark.stats import Stats
 
 from trainperf import __version__, stats
@@ -38,6 +39,8 @@ class CaseEntry(TypedDict):
     name: str
     fullname: str
     params: dict[str, str]
+    param: str  # pytest-benchmark's --group-by=param reads it
+    options: dict[str, int]
     stats: dict[str, Any]
     extra_info: dict[str, Any]
 
@@ -60,7 +63,9 @@ def case_entry(result: CaseResult) -> CaseEntry:
         "name": result.key,
         "fullname": result.nodeid,
         "params": {"optimization": result.optimization},
-        "stats": {**seconds.as_dict(), "data": [x / 1000.0 for x in m.samples_ms]},
+        "param": result.optimization,
+        "options": {"warmup": m.warmup, "iters": m.iters},  # a round is one training iteration
+        "stats": {**seconds.as_dict(), "data": [x / 1000.0 for x in m.samples_ms], "iterations": 1},
         "extra_info": {
             "knobs": result.knobs,
             "summary_ms": result.summary.as_dict(),
@@ -97,7 +102,8 @@ def case_entry(result: CaseResult) -> CaseEntry:
 
 def run_document(session: PerfSession) -> dict[str, Any]:
     return {
-        "version": __version__,
+        "version": pytest_benchmark_version,  # the format's writer, as pytest-benchmark's own files say
+        "trainperf_version": __version__,
         "datetime": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine_info": session.fingerprint.as_dict(),
         "commit_info": {"id": git_commit()},
@@ -186,7 +192,7 @@ def _check_case(path: Path, index: int, case: Any) -> None:
     ]
     wrong += [
         (f"'extra_info.{key}' must be a number or null", _optional_number(info.get(key))) for key in OPTIONAL_NUMBERS
-    ]  # noqa: E501
+    ]
     wrong.append(("'extra_info.sample_unit' must be a string", isinstance(info.get("sample_unit", ""), str)))
     for message, holds in wrong:
         if not holds:

@@ -1,0 +1,66 @@
+"""run.json is a pytest-benchmark document: ``pytest-benchmark compare`` reads a run the suite wrote."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl", "--perf-report=out")
+GROUP_BY = ["group", "name", "fullname", "func", "fullfunc", "param", "param:optimization"]
+
+
+@pytest.fixture
+def run_document(toy_suite) -> Path:
+    pytester = toy_suite()
+    pytester.runpytest(*BASE).assert_outcomes(passed=2)
+    return pytester.path / "out" / "run.json"
+
+
+def _compare(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", "from pytest_benchmark.cli import main; main()", "compare", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_run_document_carries_pytest_benchmarks_fields(run_document: Path) -> None:
+    from pytest_benchmark import __version__ as pytest_benchmark_version
+    from trainperf import __version__
+
+    data = json.loads(run_document.read_text())
+    assert data["version"] == pytest_benchmark_version and data["trainperf_version"] == __version__
+    for case in data["benchmarks"]:
+        assert {"group", "name", "fullname", "params", "param", "options", "extra_info", "stats"} <= set(case)
+        assert case["param"] == case["params"]["optimization"] and case["stats"]["iterations"] == 1
+
+
+def test_pytest_benchmark_compare_reads_the_run_document_grouped_every_way(run_document: Path) -> None:
+    for group_by in GROUP_BY:
+        done = _compare(f"--group-by={group_by}", str(run_document))
+        assert done.returncode == 0, (group_by, done.stderr[-2000:])
+        table = done.stdout
+        assert "Min" in table and "Median" in table and "Rounds" in table, group_by
+        assert "toy/reference" in table and "toy/variant" in table, group_by
+
+
+def test_pytest_benchmark_compare_draws_its_histogram_where_pygal_is_installed(run_document: Path) -> None:
+    pytest.importorskip("pygal", reason="pytest-benchmark's --histogram needs pygal, not installed here")
+    done = _compare(f"--histogram={run_document.parent / 'hist'}", str(run_document))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list(run_document.parent.glob("hist*.svg"))
+
+
+BENCHMARKED = """
+def test_sum(benchmark):
+    benchmark(sum, range(100))
+"""
+
+
+def test_benchmark_json_carries_the_trainperf_cases_beside_its_own(toy_suite) -> None:
+    pytester = toy_suite()
+    pytester.makepyfile(test_bench=BENCHMARKED)
+    pytester.runpytest(*BASE, "--benchmark-json=bench.json").assert_outcomes(passed=3)
+    names = [case["name"] for case in json.loads((pytester.path / "bench.json").read_text())["benchmarks"]]
+    assert sorted(names) == ["test_sum", "toy/reference", "toy/variant"]
