@@ -249,7 +249,7 @@ def test_compare_without_cases_and_a_report_into_a_file_are_one_line_each(
     empty = tmp_path / "empty.json"
     empty.write_text('{"benchmarks": []}')
     assert cli.main(["compare", str(RUNS[1]), str(empty)]) == 2
-    assert capsys.readouterr().err == f"trainperf: {empty}: no cases to compare\n"
+    assert capsys.readouterr().err == f"trainperf: {empty}: no cases in it\n"
     taken = tmp_path / "taken"
     taken.write_text("a file")
     assert cli.main(["report", str(RUNS[1]), "-o", str(taken)]) == 2

@@ -2,6 +2,7 @@
 
 trainperf report RUN.json [RUN.json ...] -o DIR   write DIR/report.html and DIR/report.md
 trainperf compare A.json B.json                  per-case differences from A to B
+trainperf export RUN.json --format F -o DIR      the figures for github-action-benchmark or Bencher
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from trainperf.report import exports
 from trainperf.report.document import RunDocument, RunDocumentError, cases_frame, load, merged_cases
 
 
@@ -34,11 +36,19 @@ def _run(argv: Sequence[str] | None) -> int:
     compare = commands.add_parser("compare", help="print per-case differences between two run documents")
     compare.add_argument("before", type=Path)
     compare.add_argument("after", type=Path)
+    export = commands.add_parser("export", help="write a run's figures for a dashboard")
+    export.add_argument("run", type=Path)
+    export.add_argument("--format", choices=exports.FORMATS, required=True, help="the dashboard's format")
+    export.add_argument("-o", "--output", type=Path, required=True, help="folder for the files")
     args = parser.parse_args(argv)
     try:
+        if args.command in ("report", "export") and args.output.exists() and not args.output.is_dir():
+            raise RunDocumentError(f"-o {args.output}: a file is there, not a folder")
+        if args.command == "export":
+            for path in exports.write(_with_cases(load(args.run)).cases, args.format, args.output):
+                print(f"trainperf: wrote {path}")
+            return 0
         if args.command == "report":
-            if args.output.exists() and not args.output.is_dir():
-                raise RunDocumentError(f"-o {args.output}: a file is there, not a folder")
             return _report([load(path) for path in args.runs], args.output)
         return _compare(_with_cases(load(args.before)), _with_cases(load(args.after)))
     except RunDocumentError as error:
@@ -48,7 +58,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def _with_cases(document: RunDocument) -> RunDocument:
     if not document.cases:
-        raise RunDocumentError(f"{document.path}: no cases to compare")
+        raise RunDocumentError(f"{document.path}: no cases in it")
     return document
 
 
