@@ -3,6 +3,7 @@
 # and report kept in OUT.
 #   ci/nightly.sh OUT [PYTEST_ARGS...]            on a GPU runner (TRAINPERF_GPUS=N: N workers, one GPU each)
 #   ci/nightly.sh --dry-run OUT [PYTEST_ARGS...]  on a CPU: tiny sizes, torch.profiler, no strict gate
+# With GITHUB_STEP_SUMMARY set (GitHub Actions), the run's summary is appended there (trainperf summary).
 # Exit status: pytest's (0 all passed, 1 a case failed: regression or accuracy, 2 interrupted, 3 internal
 # error, 4 usage error such as an unreadable baseline file), 1 when no test ran, or ci/gpu_check.py's
 # (6 the GPU is busy or throttled, 7 no GPU).
@@ -30,6 +31,10 @@ fi
 status=0
 python -m pytest perf_tests "${gate[@]}" "${workers[@]}" --junitxml="$out/junit.xml" --perf-report="$out/report" \
   "$@" || status=$?
+if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$out/report/run.json" ]; then  # a job summary never fails the job
+  python -m trainperf.cli summary "$out/report/run.json" >>"$GITHUB_STEP_SUMMARY" ||
+    echo "nightly: no job summary written; the report is in $out/report" >&2
+fi
 if [ "$status" -eq 5 ]; then
   echo "nightly: no test ran" >&2
   exit 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
@@ -61,16 +62,20 @@ def test_workflows_follow_the_github_schema_and_a_broken_one_does_not(tmp_path: 
 
 @pytest.mark.slow
 def test_nightly_dry_run_on_the_cpu_keeps_junit_and_report(tmp_path: Path) -> None:
-    out = tmp_path / "nightly"
+    out, summary = tmp_path / "nightly", tmp_path / "step-summary.md"
+    summary.write_text("earlier steps' summary\n")
     done = subprocess.run(
         ["bash", "ci/nightly.sh", "--dry-run", str(out), "-k", "test_digits and reference", "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     suite = ElementTree.parse(out / "junit.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("tests") == "1" and suite.get("failures") == "0"
     assert {"run.json", "report.html", "report.md"} <= {p.name for p in (out / "report").iterdir()}
     assert (out / "report" / "profiles" / "digits-reference" / "trace.json").is_file()
+    appended = summary.read_text()  # the job summary, after what earlier steps wrote
+    assert appended.startswith("earlier steps' summary\n## trainperf: ") and "| digits/reference " in appended
 
 
 def test_nightly_fails_when_no_test_runs(tmp_path: Path) -> None:

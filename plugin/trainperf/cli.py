@@ -3,6 +3,7 @@
 trainperf report RUN.json [RUN.json ...] -o DIR   write DIR/report.html and DIR/report.md
 trainperf compare A.json B.json                  per-case differences from A to B
 trainperf export RUN.json --format F -o DIR      the figures for github-action-benchmark or Bencher
+trainperf summary RUN.json                       a GitHub Actions job summary (Markdown) on stdout
 """
 
 from __future__ import annotations
@@ -40,8 +41,15 @@ def _run(argv: Sequence[str] | None) -> int:
     export.add_argument("run", type=Path)
     export.add_argument("--format", choices=exports.FORMATS, required=True, help="the dashboard's format")
     export.add_argument("-o", "--output", type=Path, required=True, help="folder for the files")
+    summary = commands.add_parser("summary", help="print a run as a GitHub Actions job summary (Markdown)")
+    summary.add_argument("run", type=Path)
     args = parser.parse_args(argv)
     try:
+        if args.command == "summary":
+            from trainperf.report.job_summary import render
+
+            print(render(load(args.run)), end="")
+            return 0
         if args.command in ("report", "export") and args.output.exists() and not args.output.is_dir():
             raise RunDocumentError(f"-o {args.output}: a file is there, not a folder")
         if args.command == "export":
