@@ -32,7 +32,7 @@ def test_toy(trainperf, optimization):
 def test_a_failing_run_summarises_its_failures_and_unfinished_cases(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=SUITE.replace("VARIANT_MS", "1.0").replace("RAISE_IN", "none"))
-    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=3)
+    pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=3)
     pytester.makepyfile(test_toy=SUITE.replace("VARIANT_MS", "8.0").replace("RAISE_IN", "build"))
     pytester.runpytest(*BASE, "--perf-report=out").assert_outcomes(passed=1, failed=2)
     run = document.load(pytester.path / "out" / "run.json")
