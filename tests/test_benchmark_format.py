@@ -36,6 +36,7 @@ def test_the_run_document_carries_pytest_benchmarks_fields(run_document: Path) -
         assert case["param"] == case["params"]["optimization"] and case["stats"]["iterations"] == 1
 
 
+@pytest.mark.slow
 def test_pytest_benchmark_compare_reads_the_run_document_grouped_every_way(run_document: Path) -> None:
     for group_by in GROUP_BY:
         done = _compare(f"--group-by={group_by}", str(run_document))
@@ -58,6 +59,7 @@ def test_sum(benchmark):
 """
 
 
+@pytest.mark.slow
 def test_benchmark_json_carries_the_trainperf_cases_beside_its_own(toy_suite) -> None:
     pytester = toy_suite()
     pytester.makepyfile(test_bench=BENCHMARKED)

@@ -451,6 +451,7 @@ def test_image_cases_log_their_costs_and_data_parallel_ones_their_scaling(pytest
     assert 'name="trainperf_processes" value="2"' in junit and "trainperf_scaling_efficiency" not in junit
 
 
+@pytest.mark.slow
 def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suite) -> None:
     pytester = toy_suite()
     pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)

@@ -37,8 +37,10 @@ def _suite(pytester: pytest.Pytester, marker: str = "") -> None:
 
 @pytest.mark.parametrize(
     ("args", "marker"),
-    [(("--perf-timeout=3",), ""), ((), "@pytest.mark.trainperf(timeout=3)\n")],
-    ids=["option", "marker"],
+    [
+        pytest.param(("--perf-timeout=3",), "", id="option"),
+        pytest.param((), "@pytest.mark.trainperf(timeout=3)\n", id="marker", marks=pytest.mark.slow),
+    ],
 )
 def test_a_hung_case_is_stopped_failed_in_one_line_and_later_cases_run(
     pytester: pytest.Pytester, args: tuple[str, ...], marker: str

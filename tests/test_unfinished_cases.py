@@ -28,8 +28,8 @@ def test_toy(trainperf, optimization):
     ("where", "reason"),
     [
         ("build", "ValueError: toy build failed"),
-        ("step", "ValueError: toy step 2 failed"),
-        ("evaluate", "ValueError: toy evaluation failed"),
+        pytest.param("step", "ValueError: toy step 2 failed", marks=pytest.mark.slow),
+        pytest.param("evaluate", "ValueError: toy evaluation failed", marks=pytest.mark.slow),
     ],
 )
 def test_a_case_that_raises_is_named_and_in_every_report(pytester: pytest.Pytester, where: str, reason: str) -> None:
