@@ -25,40 +25,26 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
     return parse
 
 
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected a positive integer") from None
-    if value < 1:
-        raise ValueError("expected a positive integer")
-    return value
-
-
 MAX_ITERATIONS = 100_000  # per case: beyond it a typo, not a measurement (each is kept in memory)
 
 
-def _iterations(minimum: int) -> Callable[[str], int]:
+def _integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """A parser of integers from ``minimum`` (to ``maximum``), whose error says the range."""
+    if maximum is not None:
+        expected = f"expected an integer from {minimum} to {maximum}"
+    else:
+        expected = "expected a positive integer" if minimum == 1 else f"expected an integer >= {minimum}"
+
     def parse(raw: str) -> int:
         try:
             value = int(raw)
         except ValueError:
-            raise ValueError(f"expected an integer from {minimum} to {MAX_ITERATIONS}") from None
-        if not minimum <= value <= MAX_ITERATIONS:
-            raise ValueError(f"expected an integer from {minimum} to {MAX_ITERATIONS}")
+            raise ValueError(expected) from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise ValueError(expected)
         return value
 
     return parse
-
-
-def _non_negative_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected an integer >= 0") from None
-    if value < 0:
-        raise ValueError("expected an integer >= 0")
-    return value
 
 
 def _boolean(raw: str) -> bool:
@@ -137,7 +123,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "iters",
             "--perf-iters",
             "timed training iterations per case (default: the workload's own)",
-            _iterations(1),
+            _integer(1, MAX_ITERATIONS),
             None,
             in_marker=True,
         ),
@@ -145,7 +131,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "warmup",
             "--perf-warmup",
             "untimed warm-up iterations per case, for compile and autotune (default: the workload's own)",
-            _iterations(0),
+            _integer(0, MAX_ITERATIONS),
             None,
             in_marker=True,
         ),
@@ -163,7 +149,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "--perf-runs",
             "independent runs of each case (each built, warmed up and timed afresh), whose medians give its "
             "run-to-run noise (default: 3 under --update-baselines, else 1)",
-            _positive_int,
+            _integer(1),
             None,
         ),
         OptionSpec(
@@ -171,7 +157,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "--perf-confirmations",
             "at most this many cases that look slower than their baseline (or short of their speedup) are "
             "measured again before they fail; 0: none",
-            _non_negative_int,
+            _integer(0),
             10,
         ),
         OptionSpec(
