@@ -13,6 +13,7 @@ from trainperf import workers
 from trainperf.baselines import BaselineError, changes_between, format_changes
 from trainperf.baselines import load as load_baselines
 from trainperf.report.baseline_changes import FILE as CHANGES_FILE
+from trainperf.report.baseline_changes import changes_markdown, write_changes
 
 if TYPE_CHECKING:
     from trainperf.session import PerfSession
@@ -42,8 +43,6 @@ def publish(perf: PerfSession) -> bool:
     if added:
         perf.note(f"history: {len(added)} passing case(s) added to {perf.baseline_file}")
     if perf.changes and report is not None and workers.worker_id(os.environ) is None:  # else: the controller
-        from trainperf.report.baseline_changes import write_changes
-
         path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, report)
         perf.note(f"baseline changes written to {path}")
     return True
@@ -79,8 +78,6 @@ def snapshot_baselines(directory: Path) -> dict[Path, dict[str, dict[str, Any]]]
 def merged_changes(before: dict[Path, dict[str, dict[str, Any]]], directory: Path, report: Path | None) -> list[str]:
     """The xdist controller after --update-baselines: every worker's old -> new lines, and one
     baseline-changes.md for them all under --perf-report."""
-    from trainperf.report.baseline_changes import changes_markdown
-
     lines: list[str] = []
     sections = []
     for path, after in snapshot_baselines(directory).items():
