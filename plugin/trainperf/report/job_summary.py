@@ -15,7 +15,7 @@ import pandas as pd
 
 from trainperf.report.document import RunDocument, cases_frame
 from trainperf.report.escape import markdown_text
-from trainperf.report.tables import display_cases
+from trainperf.report.tables import display_cases, markdown_table
 
 LIMIT_BYTES = 1024 * 1024  # GitHub's limit on one step's summary
 CLOCK_WORDS = ("clock", "throttl", "power cap", "thermal", "unreliable")
@@ -26,7 +26,7 @@ def render(run: RunDocument, limit: int = LIMIT_BYTES) -> str:
     cases = run.cases
     lines = [f"## trainperf: {markdown_text(run.machine.get('name', 'unknown device'))}", "", _counts(run), ""]
     if cases:
-        lines += [_table(display_cases(cases_frame(cases))), ""]
+        lines += [markdown_table(display_cases(cases_frame(cases))), ""]
     failing = [case for case in cases if case["extra_info"]["verdict"] == "fail"]
     for case in failing:
         lines += _failure(case)
@@ -46,11 +46,6 @@ def _counts(run: RunDocument) -> str:
     verdicts.update(case["verdict"] for case in run.unfinished)
     counts = [f"**{count} {markdown_text(verdict)}**" for verdict, count in sorted(verdicts.items())]
     return ", ".join(counts) or "no cases"
-
-
-def _table(frame: pd.DataFrame) -> str:
-    cells = frame.map(lambda value: markdown_text("" if value is None else value))
-    return str(cells.to_markdown(index=False, disable_numparse=True))
 
 
 def _failure(case: Mapping[str, Any]) -> list[str]:
@@ -80,7 +75,7 @@ def _top_table(rows: Sequence[Mapping[str, Any]]) -> str:
             "bound": [row.get("bound") or "" for row in rows],
         }
     )
-    return _table(frame)
+    return markdown_table(frame)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -11,6 +11,7 @@ import pandas as pd
 from trainperf.report.escape import html_text, markdown_text
 from trainperf.report.experiment import CaseProfileView, Report, WorkloadSection
 from trainperf.report.headline import Headline
+from trainperf.report.tables import cell_text, markdown_table
 
 HTML_FILE = "report.html"
 MARKDOWN_FILE = "report.md"
@@ -102,13 +103,9 @@ def table_html(frame: pd.DataFrame, name_column: str | None = None) -> str:
         cells = []
         for column, value in zip(frame.columns, record, strict=True):
             css = " class='name'" if column == name_column else ""
-            cells.append(f"<td{css}>{_text(_cell(value))}</td>")
+            cells.append(f"<td{css}>{_text(cell_text(value))}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-def _cell(value: object) -> str:
-    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
 def _image(data: bytes, alt: str) -> str:
@@ -134,7 +131,7 @@ def write_markdown(report: Report, directory: Path) -> Path:
         if section.speedup_png:
             chart = _save(section.speedup_png, images / f"{_slug(section.name)}-ladder.png")
             lines += [f"![{name}: what each step buys]({IMAGES}/{chart.name})", ""]
-        lines += [_markdown(section.cases), ""]
+        lines += [markdown_table(section.cases), ""]
         for view in section.profiles:
             lines += _markdown_profile(view, images)
         timing = _save(section.timing_png, images / f"{_slug(section.name)}-timing.png")
@@ -148,12 +145,12 @@ def write_markdown(report: Report, directory: Path) -> Path:
                 "",
             ]
     if not report.unfinished.empty:
-        lines += ["## Cases that did not finish", "", _markdown(report.unfinished), ""]
+        lines += ["## Cases that did not finish", "", markdown_table(report.unfinished), ""]
     if report.notes:
         lines += ["## Notes", "", *[f"- {_md(note)}" for note in report.notes], ""]
-    lines += ["## Device", "", _markdown(report.device), ""]
+    lines += ["## Device", "", markdown_table(report.device), ""]
     if not report.clocks.empty:
-        lines += ["### Clocks seen (before and after each case's timed run)", "", _markdown(report.clocks), ""]
+        lines += ["### Clocks seen (before and after each case's timed run)", "", markdown_table(report.clocks), ""]
     lines += ["From " + ", ".join(f"`{_md(source)}`" for source in report.sources), ""]
     path = directory / MARKDOWN_FILE
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -165,7 +162,7 @@ def _markdown_headline(headline: Headline) -> list[str]:
     lines += [f"- {_md(message)}" for message in headline.failures]
     lines += [""] if headline.failures else []
     if not headline.best.empty:
-        lines += [_markdown(headline.best), ""]
+        lines += [markdown_table(headline.best), ""]
     return lines
 
 
@@ -174,17 +171,12 @@ def _markdown_profile(view: CaseProfileView, images: Path) -> list[str]:
     if view.verdict:
         lines += [f"**{_md(view.verdict)}**", ""]
     if not view.top.empty:
-        lines += [_markdown(view.top.drop(columns="full name")), ""]
+        lines += [markdown_table(view.top.drop(columns="full name")), ""]
     lines += [*map(_md, view.reasons), ""] if view.reasons else []
     if view.roofline_png:
         chart = _save(view.roofline_png, images / f"{_slug(view.case)}-roofline.png")
         lines += [f"![{_md(view.case)} roofline]({IMAGES}/{chart.name})", ""]
     return lines
-
-
-def _markdown(frame: pd.DataFrame) -> str:
-    cells = frame.map(lambda value: _md(_cell(value)))
-    return str(cells.to_markdown(index=False, disable_numparse=True))  # keep the figures as formatted
 
 
 def _save(data: bytes, path: Path) -> Path:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from trainperf.report.escape import markdown_text
 from trainperf.report.units import rate_text
 
 
@@ -58,3 +59,14 @@ def top_table(rows: list[dict[str, Any]], unit: str, full_names: bool = True) ->
 
 def percent(value: float | None, digits: int = 1) -> str:
     return "" if value is None or pd.isna(value) else f"{value:.{digits}%}"
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A Markdown table of the frame, every cell escaped and shown as formatted (missing: blank)."""
+    cells = frame.map(lambda value: markdown_text(cell_text(value)))
+    return str(cells.to_markdown(index=False, disable_numparse=True))
+
+
+def cell_text(value: object) -> str:
+    """A table cell as text: blank for a missing figure."""
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
