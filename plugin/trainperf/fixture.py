@@ -169,7 +169,7 @@ class TrainPerf:
         try:
             return self._limited(spec)
         except torch.OutOfMemoryError as error:
-            out_of_memory = str(error).strip().splitlines()[0][:300]
+            out_of_memory = _first_line(error, 300)
         release_memory(spec.device)  # outside the except block: its traceback no longer holds the case's tensors
         pytest.fail(f"{spec.key}: ran out of {spec.device.type} memory: {out_of_memory} (memory released)", False)
 
@@ -276,10 +276,10 @@ def _plot(points: list[RooflinePoint], path: Path, key: str, session: PerfSessio
         return path
 
 
-def _first_line(error: BaseException) -> str:
-    """The error's message on one line, at most 200 characters."""
+def _first_line(error: BaseException, limit: int = 200) -> str:
+    """The error's message on one line, at most ``limit`` characters."""
     text = str(error).strip().splitlines()
-    return text[0][:200] if text else "(no message)"
+    return text[0][:limit] if text else "(no message)"
 
 
 def _with_first(check: gate.Check, first: str | None) -> gate.Check:

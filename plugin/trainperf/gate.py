@@ -6,6 +6,7 @@ names the case, the figures and the threshold, so that it can be shown to the us
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -96,9 +97,13 @@ class Baseline:
     run_medians_ms: Sequence[float]
     history_ms: Sequence[float] = ()
 
+    @functools.cached_property
+    def iteration_spread(self) -> float:
+        """The recorded runs' own spread (``stats.iteration_spread``), computed once per baseline."""
+        return stats.iteration_spread(self.samples_ms, len(self.run_medians_ms))
+
     def noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise:
-        within = stats.iteration_spread(self.samples_ms, len(self.run_medians_ms))
-        return stats.run_noise(self.run_medians_ms, floor, FALLBACK_THRESHOLD, within, self.history_ms)
+        return stats.run_noise(self.run_medians_ms, floor, FALLBACK_THRESHOLD, self.iteration_spread, self.history_ms)
 
 
 def baseline_check(
