@@ -1,0 +1,18 @@
+"""The timm example's ladder as test cases; it skips with one line where timm cannot be imported."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("timm", reason="timm cannot be imported (pip install timm; it needs torchvision): example skipped")
+
+from trainperf import Ladder, Optimization
+from trainperf.fixture import TrainPerf
+
+from examples import timm_resnet
+
+
+@pytest.mark.parametrize("optimization", timm_resnet.LADDER.cases, ids=Ladder.ids)
+def test_timm_resnet(trainperf: TrainPerf, optimization: Optimization) -> None:
+    ladder = timm_resnet.LADDER
+    trainperf.run(ladder.workload, optimization, reference=ladder.reference)
