@@ -33,6 +33,7 @@ def aa_frame(folders: list[Path]) -> pd.DataFrame:
         during = [case["extra_info"].get("clocks", {}).get("during") or {} for case in run.cases]
         frame["min_sm_mhz"] = [reading.get("min_sm_clock_mhz") for reading in during]
         frame["events"] = [", ".join(reading.get("throttle", [])) or "none" for reading in during]
+        frame["host_steal"] = [reading.get("host_steal_share") for reading in during]
         frame["failed"] = [
             ", ".join(check["name"] for check in case["extra_info"]["checks"] if check["passed"] is False)
             for case in run.cases

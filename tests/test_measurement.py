@@ -7,8 +7,8 @@ from trainperf import Optimization
 from trainperf.measurement import Measurement, combined
 
 
-def run(samples: list[float], peak: int, throttle: list[str]) -> Measurement:
-    reading = {"throttle": throttle, "min_sm_clock_mhz": 1980}
+def run(samples: list[float], peak: int, throttle: list[str], steal: float = 0.0) -> Measurement:
+    reading = {"throttle": throttle, "min_sm_clock_mhz": 1980, "host_steal_share": steal}
     return Measurement(
         samples_ms=samples,
         reader_ms=[0.1] * len(samples),
@@ -26,12 +26,14 @@ def run(samples: list[float], peak: int, throttle: list[str]) -> Measurement:
     )
 
 
-def test_runs_keep_every_iteration_each_median_and_every_throttle() -> None:
-    together = combined([run([10.0, 11.0, 12.0], 100, []), run([20.0, 21.0, 22.0], 300, ["hardware slowdown"])])
+def test_runs_keep_every_iteration_each_median_every_throttle_and_the_most_steal() -> None:
+    first, second = run([10.0, 11.0, 12.0], 100, [], 0.03), run([20.0, 21.0, 22.0], 300, ["hardware slowdown"], 0.01)
+    together = combined([first, second])
     assert together.samples_ms == [10.0, 11.0, 12.0, 20.0, 21.0, 22.0]
     assert together.run_medians_ms == [11.0, 21.0]
     assert together.peak_memory_bytes == 300
     assert together.clocks["during"]["throttle"] == ["hardware slowdown"]
+    assert together.clocks["during"]["host_steal_share"] == 0.03  # the worst run's
     assert together.first_step_s == 2.0  # compilation shows in the first run
 
 

@@ -38,10 +38,18 @@ class Measurement:
 def combined(runs: Sequence[Measurement]) -> Measurement:
     """Independent runs of one case (each built, warmed up and timed afresh) as one measurement: every
     timed iteration, each run's median; accuracy, losses and compile time of the first run, peak memory
-    the highest, the clocks of the first run with every run's throttle reasons."""
+    the highest, the clocks of the first run with every run's throttle reasons and the most host steal."""
     first = runs[0]
-    throttles = sorted({t for run in runs for reading in run.clocks.values() if reading for t in reading["throttle"]})
+    readings = [reading for run in runs for reading in run.clocks.values() if reading]
+    throttles = sorted({t for reading in readings for t in reading.get("throttle", [])})
     during = {**(first.clocks.get("during") or {}), "throttle": throttles}
+    steals = [
+        run.clocks["during"]["host_steal_share"]
+        for run in runs
+        if "host_steal_share" in (run.clocks.get("during") or {})
+    ]
+    if steals:
+        during["host_steal_share"] = max(steals)
     peaks = [run.peak_memory_bytes for run in runs if run.peak_memory_bytes is not None]
     return dataclasses.replace(
         first,

@@ -15,6 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from trainperf import device as devices
 from trainperf.case import CaseSpec, Optimization
+from trainperf.host_steal import StealWatch
 from trainperf.measurement import Measurement
 from trainperf.phases import PhaseRanges, phase_marker
 from trainperf.steps import autocast, backend_settings, fetcher, prepare_model, stepper
@@ -74,7 +75,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
             torch.cuda.reset_peak_memory_stats(device)
         warmup_s, first_step_s = warm_up(step, fetch, losses, warmup, device)
         clocks_before = devices.clock_state(device)
-        with devices.ClockWatch(device) as watch:
+        with devices.ClockWatch(device) as watch, StealWatch() as steal:
             samples_ms, reader_ms = timed(step, fetch, losses, iters, device)
         peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
         clocks_after = devices.clock_state(device)
@@ -97,9 +98,17 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         flops_per_iteration=flops,
         iters=iters,
         warmup=warmup,
-        clocks={"before": clocks_before, "during": watch.summary(), "after": clocks_after},
+        clocks={"before": clocks_before, "during": _during(watch, steal), "after": clocks_after},
         sample_unit=training.sample_unit,
     )
+
+
+def _during(watch: devices.ClockWatch, steal: StealWatch) -> dict[str, object] | None:
+    """What was seen while the iterations were timed: the GPU's clocks and the host's steal."""
+    during: dict[str, object] = {**(watch.summary() or {})}
+    if steal.share is not None:
+        during["host_steal_share"] = steal.share
+    return during or None
 
 
 def release_memory(device: torch.device) -> None:

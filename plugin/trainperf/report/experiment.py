@@ -46,7 +46,7 @@ class Report:
     title: str
     headline: Headline
     device: pd.DataFrame  # one row per device the documents name
-    clocks: pd.DataFrame  # per case: SM clock before and after, temperature, power, throttle reasons
+    clocks: pd.DataFrame  # per case: SM clock before and after, temperature, power, throttle reasons, steal
     sections: list[WorkloadSection]
     notes: list[str]
     sources: list[str]
@@ -89,6 +89,7 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
     for case in cases:
         clocks = case["extra_info"].get("clocks") or {}
         before, after = clocks.get("before") or {}, clocks.get("after") or {}
+        steal = (clocks.get("during") or {}).get("host_steal_share")
         if not before and not after:
             continue
         throttle = sorted({*before.get("throttle", []), *after.get("throttle", [])})
@@ -101,6 +102,7 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
                 "°C after": after.get("temperature_c"),
                 "W after": after.get("power_w"),
                 "throttle": ", ".join(throttle) or "none",
+                "host steal %": None if steal is None else round(100 * steal, 2),
             }
         )
     return pd.DataFrame(rows)
