@@ -2,7 +2,9 @@
 else. ``trainperf.adapters.from_transformers`` builds it with random weights and trains it on token
 sequences from a random Markov chain; the metric is the validation loss on held-out sequences.
 
-About 110M parameters at 1,024 tokens of context: large matrix products, a GPU-bound case.
+About 110M parameters at 1,024 tokens of context. Its fp32 and tf32 steps are GPU-bound; its eager
+bf16 step waits on the host that launches its many small kernels, which compiling removes
+(docs/evidence/h200-adapters.md).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl", "--perf-report=out")
+H200_ADAPTERS_RUN = Path(__file__).parent / "data" / "h200_adapters.run.json"  # a GPU run of this version
 GROUP_BY = ["group", "name", "fullname", "func", "fullfunc", "param", "param:optimization"]
 
 
@@ -44,6 +45,13 @@ def test_pytest_benchmark_compare_reads_the_run_document_grouped_every_way(run_d
         table = done.stdout
         assert "Min" in table and "Median" in table and "Rounds" in table, group_by
         assert "toy/reference" in table and "toy/variant" in table, group_by
+
+
+def test_pytest_benchmark_compare_reads_a_gpu_run_grouped_every_way() -> None:
+    for group_by in GROUP_BY:
+        done = _compare(f"--group-by={group_by}", str(H200_ADAPTERS_RUN))
+        assert done.returncode == 0, (group_by, done.stderr[-2000:])
+        assert "timm_resnet50/compile" in done.stdout and "hf_llama/reference" in done.stdout, group_by
 
 
 def test_pytest_benchmark_compare_draws_its_histogram_where_pygal_is_installed(run_document: Path) -> None:

@@ -12,6 +12,7 @@ from trainperf import cli
 from trainperf.report import document, exports
 
 H100_RUN = Path(__file__).parent / "data" / "h100_gpt2_ncu.run.json"
+H200_ADAPTERS_RUN = Path(__file__).parent / "data" / "h200_adapters.run.json"  # this version, two sample units
 # Bencher Metric Format's JSON Schema, as bencher.dev/bmf.json publishes it
 BMF_SCHEMA = {
     "type": "object",
@@ -90,3 +91,12 @@ def test_the_export_command_writes_the_files_and_says_where(tmp_path: Path, caps
     with pytest.raises(SystemExit) as unknown:
         cli.main(["export", str(H100_RUN), "--format", "csv", "-o", str(tmp_path)])
     assert unknown.value.code == 2
+
+
+def test_a_run_of_this_version_exports_each_unit_and_what_each_case_detects() -> None:
+    cases = document.load(H200_ADAPTERS_RUN).cases
+    smaller, bigger = exports.github_action_benchmark(cases)
+    jsonschema.validate(smaller + bigger, CUSTOM_SCHEMA)
+    jsonschema.validate(exports.bencher(cases), BMF_SCHEMA)
+    assert {entry["unit"] for entry in bigger} == {"images/s", "tokens/s", "%"}
+    assert all("detects: " in entry["extra"] for entry in smaller if entry["unit"] == "ms")
