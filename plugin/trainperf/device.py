@@ -69,6 +69,18 @@ def choose_device(requested: str) -> torch.device:
     return torch.device("cpu")
 
 
+def use_local_gpu(local_rank: int) -> None:
+    """A launched rank's GPU: the LOCAL_RANK-th visible one, where there are GPUs."""
+    if not torch.cuda.is_available():
+        return
+    if local_rank >= torch.cuda.device_count():
+        raise RuntimeError(
+            f"LOCAL_RANK={local_rank}, but this process sees {torch.cuda.device_count()} GPU(s): start one rank "
+            "per GPU (torchrun --nproc-per-node), or give each node its own (CUDA_VISIBLE_DEVICES)"
+        )
+    torch.cuda.set_device(local_rank)
+
+
 def slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 

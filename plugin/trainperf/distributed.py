@@ -1,7 +1,10 @@
 """Data-parallel cases: one process per GPU with PyTorch's DistributedDataParallel over NCCL, or two
 gloo processes on the CPU. Every process loads the same batches and trains its own slice of each, so a
 case trains what the single-process case of the same global batch trains. Rank 0 reports; every rank's
-failure reaches the test's message; no process outlives the case."""
+failure reaches the test's message; no process outlives the case.
+
+Started by a launcher (torchrun, ``srun torchrun``: ``trainperf.launcher``), each pytest process is one
+rank: the cases train in the launcher's group, which may span hosts, instead of spawning processes."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import torch
 import torch.distributed as dist
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException, start_processes
 
-from trainperf import runner, workers
+from trainperf import launcher, runner, workers
 from trainperf.case import CaseSpec
 from trainperf.measurement import Measurement
 from trainperf.profile.child import TRACE
@@ -39,8 +42,15 @@ class DistributedError(RuntimeError):
     """A data-parallel case that failed: what each failing rank raised, one line each."""
 
 
+def launched() -> launcher.Launch | None:
+    return launcher.from_environment(os.environ)
+
+
 def world_size(device: torch.device) -> int:
-    """One process per visible GPU; two on the CPU."""
+    """The launcher's world; else one process per visible GPU, two on the CPU."""
+    launch = launched()
+    if launch is not None:
+        return launch.world
     return torch.cuda.device_count() if device.type == "cuda" else CPU_PROCESSES
 
 
@@ -48,6 +58,8 @@ def unavailable(device: torch.device) -> str | None:
     """Why data-parallel cases cannot run here, or None."""
     if not dist.is_available():
         return "this torch build has no torch.distributed"
+    if launched() is not None and world_size(device) < 2:
+        return "data-parallel cases need 2 or more processes; the launcher started 1 (WORLD_SIZE=1)"
     if device.type == "cuda" and world_size(device) < 2:
         return f"data-parallel cases need 2 or more GPUs; this machine has {world_size(device)}"
     return None
@@ -56,7 +68,10 @@ def unavailable(device: torch.device) -> str | None:
 def run_case(spec: CaseSpec, keep: Path | None = None, timeout_s: float = TIMEOUT_S) -> Measurement:
     """Train the case in ``world_size(spec.device)`` processes; rank 0's measurement, its communication
     figures under ``communication``; rank 0's traced iteration goes to ``keep`` when given.
-    Raises DistributedError naming every rank that failed."""
+    Raises DistributedError naming every rank that failed. Under a launcher, this process is its rank."""
+    launch = launched()
+    if launch is not None:
+        return _run_launched(spec, launch, keep)
     world = world_size(spec.device)
     with tempfile.TemporaryDirectory(prefix="trainperf-ddp-") as name:
         folder = Path(name)
@@ -102,40 +117,77 @@ def _free_port() -> int:
 
 
 def _rank_main(rank: int, world: int, port: int, spec: CaseSpec, folder: Path, keep: Path | None) -> None:
-    """One rank: join the group, train the case, measure the communication; rank 0 writes the result."""
+    """One spawned rank: join the group, train the case; rank 0 writes the result."""
     error = folder / f"rank{rank}.error"
     error.write_text("")
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    for name, value in MULTICAST_OFF.items():
-        os.environ.setdefault(name, value)
     try:
-        device = torch.device("cuda", rank) if spec.device.type == "cuda" else torch.device("cpu")
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
-        else:
+        device = _rank_device(spec.device, rank)
+        if device.type == "cpu":
             torch.set_num_threads(max(1, workers.usable_cores() // world))
-        backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=300))
-        figures: dict[str, Any] = {"processes": world, "backend": backend}
-
-        def communication(case: Prepared) -> None:
-            figures.update(_comm(case, keep or folder))
-
-        measurement = runner.run_case(dataclasses.replace(spec, device=device), then=communication)
-        if measurement.flops_per_iteration is not None:
-            measurement.flops_per_iteration /= world  # per process: MFU is per GPU
-        measurement.communication = figures
+        _join_group(device, rank, world)
+        measurement = _train(spec, device, keep or folder)
         if rank == 0:
             with open(folder / "rank0.pickle", "wb") as handle:
                 pickle.dump(measurement, handle)
     except BaseException as failure:
-        first_line = (str(failure).strip().splitlines() or [""])[0][:300]
-        error.write_text(f"{type(failure).__name__}: {first_line}")
+        error.write_text(f"{type(failure).__name__}: {_first_line(failure)}")
         (folder / f"rank{rank}.traceback").write_text(traceback.format_exc())
         raise
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _run_launched(spec: CaseSpec, launch: launcher.Launch, keep: Path | None) -> Measurement:
+    """This process as rank ``launch.rank`` of the launcher's group, joined at the first data-parallel
+    case and kept for the session; every rank returns its own measurement, rank 0's is the one reported."""
+    device = _rank_device(spec.device, launch.local_rank)
+    try:
+        if not dist.is_initialized():
+            _join_group(device, launch.rank, launch.world)  # env://: the launcher's MASTER_ADDR and MASTER_PORT
+        return _train(spec, device, keep or Path(tempfile.mkdtemp(prefix="trainperf-ddp-")))
+    except Exception as failure:
+        raise DistributedError(f"rank {launch.rank}: {type(failure).__name__}: {_first_line(failure)}") from failure
+
+
+def leave_group() -> None:
+    """At the end of a launched session: leave the launcher's group if a data-parallel case joined it."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _rank_device(device: torch.device, local_rank: int) -> torch.device:
+    if device.type != "cuda":
+        return torch.device("cpu")
+    torch.cuda.set_device(local_rank)
+    return torch.device("cuda", local_rank)
+
+
+def _join_group(device: torch.device, rank: int, world: int) -> None:
+    for name, value in MULTICAST_OFF.items():
+        os.environ.setdefault(name, value)
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=300))
+
+
+def _train(spec: CaseSpec, device: torch.device, folder: Path) -> Measurement:
+    """The case trained as this rank, its communication measured after; FLOPs per process (MFU per GPU)."""
+    world = dist.get_world_size()
+    figures: dict[str, Any] = {"processes": world, "backend": dist.get_backend()}
+
+    def communication(case: Prepared) -> None:
+        figures.update(_comm(case, folder))
+
+    measurement = runner.run_case(dataclasses.replace(spec, device=device), then=communication)
+    if measurement.flops_per_iteration is not None:
+        measurement.flops_per_iteration /= world
+    measurement.communication = figures
+    return measurement
+
+
+def _first_line(failure: BaseException) -> str:
+    return (str(failure).strip().splitlines() or [""])[0][:300]
 
 
 def _comm(case: Prepared, folder: Path) -> dict[str, Any]:

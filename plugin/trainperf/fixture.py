@@ -142,6 +142,9 @@ class TrainPerf:
         suspect = {c.name: c.message for c in first.checks if c.passed is False and c.name in againable}
         if not suspect or session.confirmations >= session.settings.confirmations:
             return first
+        if session.launch is not None and spec.optimization.ddp is not None:  # every rank must train alike
+            session.note(f"{spec.key}: not measured again: a launched group's ranks train each case once")
+            return first
         session.confirmations += 1
         started = time.perf_counter()
         session.progress(f"{spec.key}: measuring again before failing it ({'; '.join(suspect.values())})")

@@ -4,11 +4,13 @@ its device, its terminal progress lines and, under ``--profile``, its profiler s
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from trainperf import launcher
 from trainperf.profile.child import ChildRun
 from trainperf.settings import Settings
 
@@ -41,10 +43,13 @@ class LazySession:
         from trainperf.session import PerfSession
 
         try:
+            launch = launcher.from_environment(os.environ)
+            if launch is not None and self.settings.device != "cpu":
+                devices.use_local_gpu(launch.local_rank)
             chosen = devices.choose_device(self.settings.device)
-        except RuntimeError as error:
+        except (RuntimeError, launcher.LaunchError) as error:
             raise pytest.UsageError(str(error)) from None
-        session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child)
+        session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child, launch=launch)
         session.progress = self._progress
         session.children = self._children(chosen)  # before profiling: its children run the same way
         if self.twin_only:

@@ -173,6 +173,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                               "the others keep their stored entries")  # fmt: skip
         if not publish(lazy.session):  # the baselines could not be written: the usage status, as for a bad file
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if lazy.session.launch is not None:
+            from trainperf.distributed import leave_group
+
+            leave_group()
     elif worker_setup.is_controller(session.config):
         from trainperf.publish import merge_workers, merged_changes
 

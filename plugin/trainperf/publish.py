@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 def publish(perf: PerfSession) -> bool:
     """Write the run document and the report, then the baselines (under --update-baselines) and their
     changes, noting where each went. The run's record comes first and stands whatever the baseline write
-    meets; a failed write is one note, and False."""
+    meets; a failed write is one note, and False. Of a launched group's ranks, rank 0 alone writes."""
+    if perf.launch is not None and not perf.launch.reports:
+        perf.note(f"rank {perf.launch.rank} of {perf.launch.world}: rank 0 writes the run document and baselines")
+        return True
     report = perf.settings.report
     if report is not None and (perf.results or perf.unfinished):
         from trainperf.report.document import write_run_document

@@ -16,6 +16,7 @@ import torch
 from trainperf import baselines, gate, stats
 from trainperf import device as devices
 from trainperf.isolated import Children
+from trainperf.launcher import Launch
 from trainperf.measurement import Measurement
 from trainperf.profile.child import ChildRun
 from trainperf.profile.profiler import CaseProfile, ProfileSetup
@@ -97,6 +98,7 @@ class PerfSession:
     progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
     confirmations: int = 0  # cases measured again before failing, in this session
     children: Children | None = None  # how a fresh process re-runs a node (set by the lazy session)
+    launch: Launch | None = None  # this process's rank where torchrun (or another launcher) started it
 
     @property
     def baseline_file(self) -> Path:
