@@ -20,7 +20,7 @@ from trainperf.case import REFERENCE, CaseSpec, Optimization
 from trainperf.measurement import Measurement, combined
 from trainperf.profile.roofline import RooflinePoint
 from trainperf.report import junit, lines
-from trainperf.runner import release_memory, run_case
+from trainperf.runner import Prepared, release_memory, run_case
 from trainperf.session import CaseResult, PerfSession
 from trainperf.workload import Workload
 
@@ -209,10 +209,47 @@ class TrainPerf:
         why = time_limit.unavailable()
         if why is not None:
             self.session.note(f"no per-case time limit: {why}")
-            return run_case(spec)
+            return self._run_recording_memory(spec)
         how = "raise it with --perf-timeout=S or @pytest.mark.trainperf(timeout=S)"
         with time_limit.time_limit(seconds, spec.key, how):
+            return self._run_recording_memory(spec)
+
+    def _run_recording_memory(self, spec: CaseSpec) -> Measurement:
+        """``run_case(spec)``; under --perf-memory-snapshot, one more iteration with the memory history on."""
+        folder = self._snapshot_folder(spec)
+        if folder is None:
             return run_case(spec)
+        from trainperf import memory_snapshot
+
+        kept: dict[str, object] = {}
+
+        def record(case: Prepared) -> None:
+            try:
+                kept.update(memory_snapshot.record_iteration(case, folder))
+            except (RuntimeError, OSError, KeyError) as error:  # the case's figures stand without it
+                self.session.note(f"{spec.key}: no memory snapshot: {type(error).__name__}: {_first_line(error)}")
+
+        measurement = run_case(spec, then=record)
+        if kept:
+            measurement.memory_snapshot = kept
+            self.session.note(lines.memory_line(spec.key, kept))
+        return measurement
+
+    def _snapshot_folder(self, spec: CaseSpec) -> Path | None:
+        """Where --perf-memory-snapshot keeps this case's files; None (with a note) where it cannot."""
+        settings = self.session.settings
+        if not settings.memory_snapshot:
+            return None
+        if spec.device.type != "cuda":
+            why = f"PyTorch records memory history on CUDA only, this run is on {spec.device.type}"
+        elif settings.report is None:
+            why = "its files are kept under --perf-report, which is not given"
+        else:
+            from trainperf.profile.profiler import case_folder
+
+            return case_folder(settings.report / "memory", spec.key)
+        self.session.note(f"--perf-memory-snapshot: no snapshots: {why}")
+        return None
 
     def _result(self, spec: CaseSpec, measurement: Measurement, reference: Measurement) -> CaseResult:
         session, workload, optimization = self.session, spec.workload, spec.optimization

@@ -28,6 +28,7 @@ class Measurement:
     clocks: dict[str, Any] = field(default_factory=dict)
     sample_unit: str = "samples"
     communication: dict[str, Any] | None = None  # data-parallel cases: processes, all-reduce, overlap
+    memory_snapshot: dict[str, Any] | None = None  # --perf-memory-snapshot: files and peak MiB by phase
     run_medians_ms: list[float] = field(default_factory=list)  # one per independent run; [] for one run
 
     def per_second(self, amount: float, median_ms: float) -> float:

@@ -200,6 +200,15 @@ OPTIONS: dict[str, OptionSpec] = {
             is_flag=True,
         ),
         OptionSpec(
+            "memory_snapshot",
+            "--perf-memory-snapshot",
+            "on CUDA, record one more iteration of each case with PyTorch's memory history: the snapshot "
+            "(opens in pytorch.org/memory_viz) and a chart of allocated memory by phase, under --perf-report",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+        OptionSpec(
             "strict",
             "--perf-strict",
             "fail a case that has no stored baseline instead of passing it with a note",

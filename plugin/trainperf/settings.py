@@ -71,6 +71,7 @@ class Settings:
     runs: int | None = None
     confirmations: int = 10
     history: bool = False
+    memory_snapshot: bool = False
     timeout: float | None = None  # seconds per in-process run of a case; None: time_limit.default_limit_s
 
     @property
@@ -100,6 +101,7 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         runs=values["runs"].value,
         confirmations=values["confirmations"].value,
         history=values["history"].value,
+        memory_snapshot=values["memory_snapshot"].value,
         timeout=values["timeout"].value,
         sources={name: resolved.source for name, resolved in values.items()},
     )

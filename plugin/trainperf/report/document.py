@@ -92,6 +92,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "warmup": m.warmup,
             "clocks": m.clocks,
             "communication": m.communication,
+            "memory_snapshot": m.memory_snapshot,
             "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in result.checks],
             "verdict": result.verdict,
             "reader_ms_median": stats.summarize(m.reader_ms).median,

@@ -1,10 +1,11 @@
 """pytest-html: each profiled case's row carries its Top-5 table (names escaped) and its roofline chart,
-as the report's page shows them."""
+as the report's page shows them, and a case with a memory snapshot its chart of memory by phase."""
 
 from __future__ import annotations
 
 import base64
 import html
+from pathlib import Path
 from typing import Any
 
 from trainperf.report.document import CaseEntry
@@ -13,7 +14,19 @@ from trainperf.report.pages import table_html
 
 
 def extras_for(entry: CaseEntry) -> list[dict[str, Any]]:
-    """pytest-html extras of a case: nothing without a profile, one line when profiling failed."""
+    """pytest-html extras of a case: its memory chart, then its profile (one line when profiling failed)."""
+    from pytest_html import extras
+
+    memory = entry["extra_info"].get("memory_snapshot")
+    charted = [] if not memory else [extras.png(_encoded(Path(memory["chart"])), name=f"{entry['name']} memory")]
+    return charted + _profile_extras(entry)
+
+
+def _encoded(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _profile_extras(entry: CaseEntry) -> list[dict[str, Any]]:
     from pytest_html import extras
 
     profile = entry["extra_info"]["profile"]

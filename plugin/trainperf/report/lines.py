@@ -50,3 +50,9 @@ def communication_line(entry: CaseEntry) -> str:
             f"{figures['hidden_share']:.0%} of {figures['communication_ms']:.2f} ms communication hidden behind compute"
         )
     return ", ".join(parts)
+
+
+def memory_line(case: str, memory: dict[str, Any]) -> str:
+    """'gpt2/x: memory snapshot DIR/memory-snapshot.pickle (pytorch.org/memory_viz); peak MiB by phase: ...'"""
+    peaks = ", ".join(f"{phase} {mib:,.0f}" for phase, mib in memory["phase_peak_mib"].items())
+    return f"{case}: memory snapshot {memory['snapshot']} (pytorch.org/memory_viz); peak MiB by phase: {peaks}"

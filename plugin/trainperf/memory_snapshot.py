@@ -1,0 +1,59 @@
+"""One more iteration of a case recorded with PyTorch's memory history, after its timed iterations (so
+the recording never touches timing): the snapshot, which opens in pytorch.org/memory_viz, the trace
+index at which each phase began, and the chart and peaks of ``report.memory_timeline``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainperf.phases import PhaseMarker
+from trainperf.report import memory_timeline
+from trainperf.runner import Prepared
+from trainperf.timing import synchronize
+
+MAX_ENTRIES = 500_000  # allocation events kept: far more than one iteration of the suite's cases makes
+
+
+def record_iteration(case: Prepared, folder: Path) -> dict[str, Any]:
+    """Record one iteration of ``case`` into ``folder``; what the run document keeps of it."""
+    device = next(case.model.parameters()).device
+    marks: list[tuple[str, int]] = []
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.cuda.memory._record_memory_history(max_entries=MAX_ENTRIES)
+    original = case.phases.marker
+    try:
+        case.phases.marker = _marking(original, marks, device)
+        marks.append(("data", _trace_length(device)))
+        batch = case.fetch()[0]
+        case.step(batch)
+        synchronize(device)
+        snapshot = folder / memory_timeline.SNAPSHOT
+        torch.cuda.memory._dump_snapshot(str(snapshot))
+    finally:
+        case.phases.marker = original
+        torch.cuda.memory._record_memory_history(enabled=None)
+    (folder / memory_timeline.MARKS).write_text(json.dumps(marks), encoding="utf-8")
+    return memory_timeline.summarize(folder, device.index or 0)
+
+
+def _marking(original: PhaseMarker, marks: list[tuple[str, int]], device: torch.device) -> PhaseMarker:
+    """The case's phase marker, noting where in the allocation trace each phase begins."""
+
+    @contextlib.contextmanager
+    def marker(name: str) -> Iterator[None]:
+        marks.append((name, _trace_length(device)))
+        with original(name):
+            yield
+
+    return marker
+
+
+def _trace_length(device: torch.device) -> int:
+    traces = torch.cuda.memory._snapshot(device)["device_traces"]
+    return len(traces[device.index or 0]) if traces else 0
