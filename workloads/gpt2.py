@@ -12,11 +12,17 @@ while the weights and optimizer stay float32), ``cross_entropy`` ("torch"; "trit
 module, the logits' gradient computed in the forward pass), ``separate_qkv`` (three attention input
 projections instead of one packed), ``mlp`` (how the MLP and its gradients run, one of
 ``transformer.MLPS``) and ``linear`` (which GEMMs the linear layers and the output layer run, one of
-``transformer.LINEARS``; "tuned": the fastest algorithm for each shape, timed at its first call).
+``transformer.LINEARS``; "tuned": the fastest algorithm for each shape, timed at its first call) and
+``activation_offload`` (the trunk's saved activations go to pinned host memory during the forward pass
+and come back for the backward pass: ``torch.autograd.graph.save_on_cpu``).
+
+``GPT2Medium`` is GPT-2 medium (24 layers, 16 heads, 1024 wide: 355M parameters), where the memory
+cases have something to save.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -49,6 +55,7 @@ OPTIONS = {
     "mlp": "torch",  # one of transformer.MLPS
     "linear": "torch",  # one of transformer.LINEARS
     "cross_entropy": "torch",  # "triton" or "triton_linear": kernels/fused_cross_entropy.py
+    "activation_offload": False,  # the trunk's saved activations in pinned host memory (save_on_cpu)
 }
 
 
@@ -71,13 +78,20 @@ CONFIGS = {
     TINY: GPTConfig(2, 2, 64, 64, 1024, 8, 2.5e-3, 3, 20, 1_000_000, 32),
     FULL: GPTConfig(12, 12, 768, 1024, 50257, 8, 6e-4, 5, 20, 8_000_000, 32),
 }
+MEDIUM_CONFIGS = {TINY: CONFIGS[TINY], FULL: GPTConfig(24, 16, 1024, 1024, 50257, 8, 3e-4, 5, 20, 8_000_000, 32)}
 
 
 class GPT(nn.Module):
     def __init__(
-        self, config: GPTConfig, trunk: TrunkConfig, vocab_rows: int, residual_dtype: str | None = None
+        self,
+        config: GPTConfig,
+        trunk: TrunkConfig,
+        vocab_rows: int,
+        residual_dtype: str | None = None,
+        activation_offload: bool = False,
     ) -> None:
         super().__init__()
+        self.activation_offload = activation_offload
         self.residual_dtype = None if residual_dtype is None else getattr(torch, residual_dtype)
         self.embed = nn.Embedding(vocab_rows, config.width)
         self.position = nn.Embedding(config.context, config.width)
@@ -95,7 +109,15 @@ class GPT(nn.Module):
         residual = self.embed(tokens) + self.position(positions)
         if self.residual_dtype is not None:
             residual = residual.to(self.residual_dtype)
-        return self.trunk(residual)  # type: ignore[no-any-return]
+        with self._saved_activations(residual.device):
+            return self.trunk(residual)  # type: ignore[no-any-return]
+
+    def _saved_activations(self, device: torch.device) -> contextlib.AbstractContextManager[object]:
+        """Where autograd keeps what the backward pass needs: on the device, or offloaded to pinned host
+        memory (pinned only where there is a GPU to copy from)."""
+        if not self.activation_offload:
+            return contextlib.nullcontext()
+        return torch.autograd.graph.save_on_cpu(pin_memory=device.type == "cuda")
 
 
 def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
@@ -143,13 +165,14 @@ class GPT2:
 
     name = "gpt2"
     metric = Metric("val_loss", higher_is_better=False, default_tolerance=0.15, min_gain=0.15)
+    configs = CONFIGS
 
     def iterations(self, size: str) -> tuple[int, int]:
-        config = CONFIGS[size]
+        config = self.configs[size]
         return config.warmup, config.iters
 
     def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
-        config = CONFIGS[size]
+        config = self.configs[size]
         options = merge_options(OPTIONS, optimization.options, optimization.name)
         trunk = TrunkConfig(
             config.layers,
@@ -163,7 +186,8 @@ class GPT2:
             mlp=options["mlp"],
             linear=options["linear"],
         )
-        model = GPT(config, trunk, padded(config.vocab_size, options["vocab_multiple"]), options["residual_dtype"])
+        vocab_rows = padded(config.vocab_size, options["vocab_multiple"])
+        model = GPT(config, trunk, vocab_rows, options["residual_dtype"], options["activation_offload"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))
         ids = text.token_ids(config.corpus_chars, config.vocab_size)
         train, held_out = text.split_windows(ids, config.context + 1)
@@ -182,3 +206,10 @@ class GPT2:
             raise ValueError(f"cross_entropy must be one of {tuple(losses)}, got {options['cross_entropy']!r}")
         loss = losses[options["cross_entropy"]]
         return token_training(model, config, options["optimizer"], loader, loss, evaluate, batch_size)
+
+
+class GPT2Medium(GPT2):
+    """GPT-2 medium (355M parameters) at the full size; the tiny size is GPT-2's."""
+
+    name = "gpt2_medium"
+    configs = MEDIUM_CONFIGS
