@@ -20,7 +20,7 @@ from trainperf.case import REFERENCE, CaseSpec, Optimization
 from trainperf.measurement import Measurement, combined
 from trainperf.profile.roofline import RooflinePoint
 from trainperf.report import junit, lines
-from trainperf.runner import Prepared, release_memory, run_case
+from trainperf.runner import release_memory, run_case
 from trainperf.session import CaseResult, PerfSession
 from trainperf.workload import Workload
 
@@ -94,8 +94,8 @@ class TrainPerf:
         """The case at this device's size, with its iterations: option > marker > the workload's."""
         size, settings = self.session.size, self.session.settings
         default_warmup, default_iters = workload.iterations(size)
-        warmup = _first_set(settings.warmup, self.marker_warmup, default_warmup)
-        iters = _first_set(settings.iters, self.marker_iters, default_iters)
+        warmup = next(x for x in (settings.warmup, self.marker_warmup, default_warmup) if x is not None)
+        iters = next(x for x in (settings.iters, self.marker_iters, default_iters) if x is not None)
         return CaseSpec(workload, optimization, self.session.device, size, warmup, iters)
 
     def _skip_where_unavailable(self, spec: CaseSpec) -> None:
@@ -216,40 +216,11 @@ class TrainPerf:
 
     def _run_recording_memory(self, spec: CaseSpec) -> Measurement:
         """``run_case(spec)``; under --perf-memory-snapshot, one more iteration with the memory history on."""
-        folder = self._snapshot_folder(spec)
-        if folder is None:
+        if not self.session.settings.memory_snapshot:
             return run_case(spec)
         from trainperf import memory_snapshot
 
-        kept: dict[str, object] = {}
-
-        def record(case: Prepared) -> None:
-            try:
-                kept.update(memory_snapshot.record_iteration(case, folder))
-            except (RuntimeError, OSError, KeyError) as error:  # the case's figures stand without it
-                self.session.note(f"{spec.key}: no memory snapshot: {type(error).__name__}: {_first_line(error)}")
-
-        measurement = run_case(spec, then=record)
-        if kept:
-            measurement.memory_snapshot = kept
-            self.session.note(lines.memory_line(spec.key, kept))
-        return measurement
-
-    def _snapshot_folder(self, spec: CaseSpec) -> Path | None:
-        """Where --perf-memory-snapshot keeps this case's files; None (with a note) where it cannot."""
-        settings = self.session.settings
-        if not settings.memory_snapshot:
-            return None
-        if spec.device.type != "cuda":
-            why = f"PyTorch records memory history on CUDA only, this run is on {spec.device.type}"
-        elif settings.report is None:
-            why = "its files are kept under --perf-report, which is not given"
-        else:
-            from trainperf.profile.profiler import case_folder
-
-            return case_folder(settings.report / "memory", spec.key)
-        self.session.note(f"--perf-memory-snapshot: no snapshots: {why}")
-        return None
+        return memory_snapshot.run_recording(spec, self.session.settings.report, self.session.note)
 
     def _result(self, spec: CaseSpec, measurement: Measurement, reference: Measurement) -> CaseResult:
         session, workload, optimization = self.session, spec.workload, spec.optimization
@@ -327,10 +298,3 @@ def _with_first(check: gate.Check, first: str | None) -> gate.Check:
     if first is None:
         return check
     return dataclasses.replace(check, message=f"{check.message} (first measurement: {first})")
-
-
-def _first_set(*values: int | None) -> int:
-    for value in values:
-        if value is not None:
-            return value
-    raise ValueError("no value set")

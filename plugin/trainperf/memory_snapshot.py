@@ -6,18 +6,46 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from trainperf.case import CaseSpec
+from trainperf.measurement import Measurement
 from trainperf.phases import PhaseMarker
-from trainperf.report import memory_timeline
-from trainperf.runner import Prepared
+from trainperf.profile.profiler import case_folder
+from trainperf.report import lines, memory_timeline
+from trainperf.runner import Prepared, run_case
 from trainperf.timing import synchronize
 
 MAX_ENTRIES = 500_000  # allocation events kept: far more than one iteration of the suite's cases makes
+
+
+def run_recording(spec: CaseSpec, report: Path | None, note: Callable[[str], None]) -> Measurement:
+    """The case run as ever, then one more iteration recorded into ``report``/memory/CASE; where that
+    cannot be (not CUDA, no report folder) or fails, the case's figures stand and ``note`` says why."""
+    if spec.device.type != "cuda" or report is None:
+        where = f"this run is on {spec.device.type}" if spec.device.type != "cuda" else "no --perf-report is given"
+        note(f"--perf-memory-snapshot: no snapshots: PyTorch records memory history on CUDA only, kept under "
+             f"--perf-report; {where}")  # fmt: skip
+        return run_case(spec)
+    folder = case_folder(report / "memory", spec.key)
+    kept: dict[str, Any] = {}
+
+    def record(case: Prepared) -> None:
+        try:
+            kept.update(record_iteration(case, folder))
+        except (RuntimeError, OSError, KeyError) as error:
+            first = (str(error).strip().splitlines() or [""])[0][:300]
+            note(f"{spec.key}: no memory snapshot: {type(error).__name__}: {first}")
+
+    measurement = run_case(spec, then=record)
+    if kept:
+        measurement.memory_snapshot = kept
+        note(lines.memory_line(spec.key, kept))
+    return measurement
 
 
 def record_iteration(case: Prepared, folder: Path) -> dict[str, Any]:
