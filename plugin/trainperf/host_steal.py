@@ -26,7 +26,8 @@ def cpu_times(stat: Path = PROC_STAT) -> tuple[int, int] | None:
 
 
 class StealWatch:
-    """``share``: steal over all CPU time of the host's cores between entering and leaving."""
+    """``share``: steal over all CPU time of the host's cores between entering and leaving; None where
+    /proc/stat cannot tell or no clock tick (10 ms) was counted in between."""
 
     def __init__(self, stat: Path = PROC_STAT) -> None:
         self.stat = stat
