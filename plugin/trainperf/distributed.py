@@ -27,6 +27,7 @@ from trainperf import launcher, runner, workers
 from trainperf.case import CaseSpec
 from trainperf.measurement import Measurement
 from trainperf.profile.child import TRACE
+from trainperf.report.lines import first_line
 from trainperf.runner import Prepared
 from trainperf.timing import synchronize
 
@@ -131,7 +132,7 @@ def _rank_main(rank: int, world: int, port: int, spec: CaseSpec, folder: Path, k
             with open(folder / "rank0.pickle", "wb") as handle:
                 pickle.dump(measurement, handle)
     except BaseException as failure:
-        error.write_text(f"{type(failure).__name__}: {_first_line(failure)}")
+        error.write_text(f"{type(failure).__name__}: {first_line(failure, 300)}")
         (folder / f"rank{rank}.traceback").write_text(traceback.format_exc())
         raise
     finally:
@@ -148,7 +149,7 @@ def _run_launched(spec: CaseSpec, launch: launcher.Launch, keep: Path | None) ->
             _join_group(device, launch.rank, launch.world)  # env://: the launcher's MASTER_ADDR and MASTER_PORT
         return _train(spec, device, keep or Path(tempfile.mkdtemp(prefix="trainperf-ddp-")))
     except Exception as failure:
-        raise DistributedError(f"rank {launch.rank}: {type(failure).__name__}: {_first_line(failure)}") from failure
+        raise DistributedError(f"rank {launch.rank}: {type(failure).__name__}: {first_line(failure, 300)}") from failure
 
 
 def leave_group() -> None:
@@ -184,10 +185,6 @@ def _train(spec: CaseSpec, device: torch.device, folder: Path) -> Measurement:
         measurement.flops_per_iteration /= world
     measurement.communication = figures
     return measurement
-
-
-def _first_line(failure: BaseException) -> str:
-    return (str(failure).strip().splitlines() or [""])[0][:300]
 
 
 def _comm(case: Prepared, folder: Path) -> dict[str, Any]:

@@ -63,10 +63,10 @@ class TrainPerf:
             self.session.record_unfinished(spec.key, self.nodeid, "timeout", str(error))
             pytest.fail(str(error), pytrace=False)
         except pytest.fail.Exception as failure:  # out of memory, a data-parallel rank's failure
-            self.session.record_unfinished(spec.key, self.nodeid, "fail", _first_line(failure))
+            self.session.record_unfinished(spec.key, self.nodeid, "fail", lines.first_line(failure))
             raise
         except Exception as error:  # the test fails with its traceback; every report names the case
-            reason = f"{type(error).__name__}: {_first_line(error)}"
+            reason = f"{type(error).__name__}: {lines.first_line(error)}"
             self.session.record_unfinished(spec.key, self.nodeid, "error", reason)
             error.add_note(f"trainperf: the error above ended case {spec.key}")
             raise
@@ -172,7 +172,7 @@ class TrainPerf:
         try:
             return self._limited(spec)
         except torch.OutOfMemoryError as error:
-            out_of_memory = _first_line(error, 300)
+            out_of_memory = lines.first_line(error, 300)
         release_memory(spec.device)  # outside the except block: its traceback no longer holds the case's tensors
         pytest.fail(f"{spec.key}: ran out of {spec.device.type} memory: {out_of_memory} (memory released)", False)
 
@@ -285,12 +285,6 @@ def _plot(points: list[RooflinePoint], path: Path, key: str, session: PerfSessio
     except (OSError, ValueError) as error:
         session.note(f"{key}: roofline plot not written: {error}")
         return path
-
-
-def _first_line(error: BaseException, limit: int = 200) -> str:
-    """The error's message on one line, at most ``limit`` characters."""
-    text = str(error).strip().splitlines()
-    return text[0][:limit] if text else "(no message)"
 
 
 def _with_first(check: gate.Check, first: str | None) -> gate.Check:

@@ -38,8 +38,7 @@ def run_recording(spec: CaseSpec, report: Path | None, note: Callable[[str], Non
         try:
             kept.update(record_iteration(case, folder))
         except (RuntimeError, OSError, KeyError) as error:
-            first = (str(error).strip().splitlines() or [""])[0][:300]
-            note(f"{spec.key}: no memory snapshot: {type(error).__name__}: {first}")
+            note(f"{spec.key}: no memory snapshot: {type(error).__name__}: {lines.first_line(error, 300)}")
 
     measurement = run_case(spec, then=record)
     if kept:

@@ -56,3 +56,9 @@ def memory_line(case: str, memory: dict[str, Any]) -> str:
     """'gpt2/x: memory snapshot DIR/memory-snapshot.pickle (pytorch.org/memory_viz); peak MiB by phase: ...'"""
     peaks = ", ".join(f"{phase} {mib:,.0f}" for phase, mib in memory["phase_peak_mib"].items())
     return f"{case}: memory snapshot {memory['snapshot']} (pytorch.org/memory_viz); peak MiB by phase: {peaks}"
+
+
+def first_line(error: BaseException, limit: int = 200) -> str:
+    """The error's message on one line, at most ``limit`` characters."""
+    text = str(error).strip().splitlines()
+    return text[0][:limit] if text else "(no message)"
