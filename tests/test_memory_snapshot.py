@@ -17,7 +17,7 @@ CAPTURE = Path(__file__).parent / "data" / "h200_mixer_memory"  # snapshot, phas
 
 @pytest.fixture(scope="module")
 def frame():  # type: ignore[no-untyped-def]
-    snapshot, marks = memory_timeline.load(CAPTURE, device=0)
+    snapshot, marks = memory_timeline.load(CAPTURE)
     return memory_timeline.timeline(snapshot, marks, device=0)
 
 

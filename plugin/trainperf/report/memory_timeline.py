@@ -23,7 +23,7 @@ MIB = 2**20
 ALLOCATED = {"alloc": 1, "free_completed": -1}  # events that change the bytes handed out to tensors
 
 
-def load(folder: Path, device: int) -> tuple[dict[str, Any], list[tuple[str, int]]]:
+def load(folder: Path) -> tuple[dict[str, Any], list[tuple[str, int]]]:
     with open(folder / SNAPSHOT, "rb") as handle:
         snapshot = pickle.load(handle)  # written by torch.cuda.memory._dump_snapshot in this run
     marks = [(str(name), int(index)) for name, index in json.loads((folder / MARKS).read_text(encoding="utf-8"))]
@@ -32,8 +32,8 @@ def load(folder: Path, device: int) -> tuple[dict[str, Any], list[tuple[str, int
 
 def timeline(snapshot: dict[str, Any], marks: list[tuple[str, int]], device: int) -> pd.DataFrame:
     """One row per allocation event of ``device``: its phase and the MiB allocated after it."""
-    events = [e for e in snapshot["device_traces"][device] if e["action"] in ALLOCATED]
-    indices = [i for i, e in enumerate(snapshot["device_traces"][device]) if e["action"] in ALLOCATED]
+    kept = [(i, e) for i, e in enumerate(snapshot["device_traces"][device]) if e["action"] in ALLOCATED]
+    indices, events = [i for i, _ in kept], [e for _, e in kept]
     allocated = sum(
         block["size"]
         for segment in snapshot["segments"]
@@ -73,7 +73,7 @@ def plot(frame: pd.DataFrame, path: Path, title: str = "") -> Path:
 
 def summarize(folder: Path, device: int) -> dict[str, Any]:
     """The chart written beside the snapshot, and what the run document keeps: files and peaks."""
-    snapshot, marks = load(folder, device)
+    snapshot, marks = load(folder)
     frame = timeline(snapshot, marks, device)
     chart = plot(frame, folder / CHART)
     return {
