@@ -44,11 +44,8 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
     readings = [reading for run in runs for reading in run.clocks.values() if reading]
     throttles = sorted({t for reading in readings for t in reading.get("throttle", [])})
     during = {**(first.clocks.get("during") or {}), "throttle": throttles}
-    steals = [
-        run.clocks["during"]["host_steal_share"]
-        for run in runs
-        if "host_steal_share" in (run.clocks.get("during") or {})
-    ]
+    durings = [run.clocks.get("during") or {} for run in runs]
+    steals = [reading["host_steal_share"] for reading in durings if "host_steal_share" in reading]
     if steals:
         during["host_steal_share"] = max(steals)
     peaks = [run.peak_memory_bytes for run in runs if run.peak_memory_bytes is not None]
