@@ -103,6 +103,28 @@ def test_a_case_slower_once_is_measured_again_in_a_fresh_process_and_passes(pyte
     assert "measured again" not in without.stdout.str() and "second measurement" not in without.stdout.str()
 
 
+SHORT_OF_SPEEDUP = """
+from toy_workload import Toy
+from trainperf import Optimization
+
+def test_toy(trainperf):
+    trainperf.run(Toy(), Optimization("variant", options={"sleep_ms": 2.0}, min_speedup={"cpu": 100.0}))
+"""
+
+
+@pytest.mark.slow
+def test_a_recording_short_of_its_speedup_keeps_its_three_runs(pytester: pytest.Pytester) -> None:
+    """Recording measures each case in 3 runs already: one more would replace their median with one run's."""
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=SHORT_OF_SPEEDUP)
+    result = pytester.runpytest(*BASE, "--update-baselines")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["note: toy/variant: not measured again: its figures are already the median of 3 runs"])
+    assert "second measurement" not in result.stdout.str()
+    stored = json.loads(baseline_file(pytester).read_text())
+    assert len(stored["cases"]["toy/variant"]["run_medians_ms"]) == 3
+
+
 THROTTLED = """
 import trainperf.device
 

@@ -145,6 +145,10 @@ class TrainPerf:
         if session.launch is not None and spec.optimization.ddp is not None:  # every rank must train alike
             session.note(f"{spec.key}: not measured again: a launched group's ranks train each case once")
             return first
+        runs = len(first.measurement.run_medians_ms)
+        if runs > 1:  # recording baselines: one more run would replace the median of several fresh ones
+            session.note(f"{spec.key}: not measured again: its figures are already the median of {runs} runs")
+            return first
         session.confirmations += 1
         started = time.perf_counter()
         session.progress(f"{spec.key}: measuring again before failing it ({'; '.join(suspect.values())})")
