@@ -13,12 +13,13 @@ from workloads.digits import Digits
 WORKERS = max(1, min(12, usable_cores() - 2))  # leave the main process and the GPU feeder a core
 
 # The reference decodes and augments every batch in the main process: it is bound by the host CPU, whose
-# speed moves its median between runs (docs/evidence/trust.md). Its speedups over that reference move
-# with the host too: the loader cases' minimum sits 10% below the lowest seen in A/A runs.
+# speed moves its median between runs and between hosts (docs/evidence/trust.md). Its speedups over that
+# reference move with the host too: the loader cases' minimum sits 14% below the lowest seen, 1.74x on an
+# H200 host whose reference ran at 37 ms (1.97x on an H100 host at 67 ms).
 reference = Optimization(REFERENCE)
-dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 1.8})
+dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 1.5})
 pinned_nonblocking = dataloader_workers.but(
-    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 1.8}
+    "pinned_nonblocking", pin_memory=True, non_blocking=True, min_speedup={"cuda": 1.5}
 )
 amp_bf16 = pinned_nonblocking.but("amp_bf16", amp_dtype="bfloat16", min_speedup={"cuda": 4.0})
 # Launch-bound: its iterations alternate between two times.
