@@ -29,12 +29,20 @@ def test_missing_file_loads_empty(tmp_path: Path) -> None:
 def test_update_writes_merges_and_reports_changes(tmp_path: Path) -> None:
     path = baselines.baseline_path(tmp_path, "dev")
     first = baselines.update(path, "dev", {"w/a": entry(10.0)})
-    assert first == [baselines.Change("w/a", None, 10.0)]
+    assert first == [baselines.Change("w/a", None, 10.0, (10.0,))]
     second = baselines.update(path, "dev", {"w/b": entry(5.0), "w/a": entry(11.0)})
     assert [c.case for c in second] == ["w/a", "w/b"]
     assert second[0].delta == pytest.approx(0.1)
     assert set(baselines.load(path)) == {"w/a", "w/b"}
     assert baselines.format_changes(second) == ["w/a: 10.000 ms -> 11.000 ms (+10.0%)", "w/b: new -> 5.000 ms"]
+
+
+def test_changes_show_each_recorded_run_so_that_a_stray_run_stands_out(tmp_path: Path) -> None:
+    path = baselines.baseline_path(tmp_path, "dev")
+    recorded = {**entry(44.0), "run_medians_ms": [70.22, 31.36, 30.35]}
+    (change,) = baselines.update(path, "dev", {"r/amp": recorded})
+    assert change.new_median_ms == pytest.approx(43.9767, abs=1e-4)
+    assert baselines.format_changes([change]) == ["r/amp: new -> 43.977 ms, runs 70.220, 31.360, 30.350 ms"]
 
 
 @pytest.mark.parametrize(

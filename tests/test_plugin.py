@@ -40,7 +40,13 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
     pytester = toy_suite()
     first = pytester.runpytest(*BASE, "--update-baselines")
     first.assert_outcomes(passed=2)
-    first.stdout.fnmatch_lines(["baselines written to *", "  toy/reference: new -> * ms", "  toy/variant: new -> * ms"])
+    first.stdout.fnmatch_lines(
+        [
+            "baselines written to *",
+            "  toy/reference: new -> * ms, runs *, *, * ms",
+            "  toy/variant: new -> * ms, runs *",
+        ]
+    )
     stored = json.loads(baseline_file(pytester).read_text())
     assert stored["schema_version"] == 1
     assert set(stored["cases"]) == {"toy/reference", "toy/variant"}

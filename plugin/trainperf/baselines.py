@@ -32,11 +32,13 @@ class BaselineError(Exception):
 
 @dataclass(frozen=True)
 class Change:
-    """One case's baseline before and after an update (None when absent)."""
+    """One case's baseline before and after an update (None when absent), with the new entry's run
+    medians: one run far from the others is what widens the case's gate."""
 
     case: str
     old_median_ms: float | None
     new_median_ms: float | None
+    new_runs_ms: tuple[float, ...] = ()
 
     @property
     def delta(self) -> float | None:
@@ -115,7 +117,7 @@ def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) 
         merged = {**old, **entries}
         document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": dict(sorted(merged.items()))}
         _atomic_write(path, json.dumps(document, indent=1) + "\n")
-    return [Change(name, _median(old.get(name)), _median(entry)) for name, entry in sorted(entries.items())]
+    return [_change(name, old.get(name), entry) for name, entry in sorted(entries.items())]
 
 
 def add_history(path: Path, device_slug: str, accepted: Mapping[str, float]) -> list[str]:
@@ -142,7 +144,12 @@ def changes_between(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[st
     """The cases whose entry differs between two loads of one file (an xdist run's workers each wrote
     some of them)."""
     names = sorted(name for name in {*old, *new} if old.get(name) != new.get(name))
-    return [Change(name, _median(old.get(name)), _median(new.get(name))) for name in names]
+    return [_change(name, old.get(name), new.get(name)) for name in names]
+
+
+def _change(name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
+    runs = () if new is None else tuple(run_medians(new))
+    return Change(name, _median(old), _median(new), runs)
 
 
 def _median(entry: dict[str, Any] | None) -> float | None:
@@ -191,6 +198,13 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def runs_text(change: Change) -> str:
+    """', runs 70.220, 31.360, 30.350 ms' where the new entry has several runs, else ''."""
+    if len(change.new_runs_ms) < 2:
+        return ""
+    return ", runs " + ", ".join(f"{x:.3f}" for x in change.new_runs_ms) + " ms"
+
+
 def format_changes(changes: list[Change]) -> list[str]:
     """Lines 'case: old -> new (delta)' for the terminal."""
     lines = []
@@ -198,5 +212,5 @@ def format_changes(changes: list[Change]) -> list[str]:
         old = "new" if change.old_median_ms is None else f"{change.old_median_ms:.3f} ms"
         new = f"{change.new_median_ms:.3f} ms"
         delta = "" if change.delta is None else f" ({change.delta:+.1%})"
-        lines.append(f"{change.case}: {old} -> {new}{delta}")
+        lines.append(f"{change.case}: {old} -> {new}{delta}{runs_text(change)}")
     return lines
