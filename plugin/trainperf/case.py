@@ -17,9 +17,12 @@ REFERENCE = "reference"
 MAX_SLOWDOWN_FLOOR = 0.10  # the largest floor a case may declare (gate.MAX_FLOOR)
 AMP_DTYPES = (None, "bfloat16", "float16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-# DistributedDataParallel settings a data-parallel case may turn (``ddp={...}``)
-DDP_SETTINGS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "comm_hook", "no_sync")
+# the settings a data-parallel case may turn (``ddp={...}``; trainperf.data_parallel says what each does):
+# DistributedDataParallel's, ZeRO-1's, and FSDP2's, which replaces DistributedDataParallel
+DDP_SETTINGS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "comm_hook", "no_sync", "zero")
+FSDP_SETTINGS = ("fsdp", "param_dtype", "cpu_offload")
 COMM_HOOKS = (None, "bf16_compress", "fp16_compress")
+FSDP_MODES = ("full_shard", "shard_grad_op")
 
 
 @dataclass(frozen=True)
@@ -78,11 +81,20 @@ class Optimization:
         if self.accumulation_steps < 1:
             raise ValueError(f"{self.name}: accumulation_steps must be >= 1")
         if self.ddp is not None:
-            unknown = sorted(set(self.ddp) - set(DDP_SETTINGS))
-            if unknown:
-                raise ValueError(f"{self.name}: unknown ddp settings {unknown}; known: {', '.join(DDP_SETTINGS)}")
-            if self.ddp.get("comm_hook") not in COMM_HOOKS:
-                raise ValueError(f"{self.name}: ddp comm_hook must be one of {COMM_HOOKS}")
+            self._check_data_parallel(self.ddp)
+
+    def _check_data_parallel(self, settings: Mapping[str, Any]) -> None:
+        known = FSDP_SETTINGS if "fsdp" in settings else DDP_SETTINGS
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            kind = "FSDP" if "fsdp" in settings else "ddp"
+            raise ValueError(f"{self.name}: unknown {kind} settings {unknown}; known: {', '.join(known)}")
+        if settings.get("comm_hook") not in COMM_HOOKS:
+            raise ValueError(f"{self.name}: ddp comm_hook must be one of {COMM_HOOKS}")
+        if "fsdp" in settings and settings["fsdp"] not in FSDP_MODES:
+            raise ValueError(f"{self.name}: fsdp must be one of {FSDP_MODES}, got {settings['fsdp']!r}")
+        if settings.get("param_dtype") not in AMP_DTYPES:
+            raise ValueError(f"{self.name}: FSDP param_dtype must be one of {AMP_DTYPES}")
 
     def but(self, name: str, **changes: Any) -> Optimization:
         """A copy under a new name with some knobs changed (targets are not inherited)."""

@@ -55,7 +55,7 @@ def prepare(spec: CaseSpec) -> Prepared:
     """Build the case and apply its optimization (call inside ``backend_settings``)."""
     optimization, device = spec.optimization, spec.device
     training = spec.workload.build(device, spec.size, optimization)
-    model = prepare_model(training.model, device, optimization)
+    model = prepare_model(training, device, optimization)
     phases = PhaseRanges(phase_marker(device))
     fetch = fetcher(iter(training.batches), device, optimization, phases)
     return Prepared(training, model, fetch, stepper(training, model, device, optimization, phases), phases)

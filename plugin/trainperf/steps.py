@@ -33,14 +33,16 @@ def backend_settings(optimization: Optimization) -> Iterator[None]:
         torch.backends.cudnn.benchmark = benchmark
 
 
-def prepare_model(model: torch.nn.Module, device: torch.device, optimization: Optimization) -> torch.nn.Module:
-    model = model.to(device)
+def prepare_model(training: Training, device: torch.device, optimization: Optimization) -> torch.nn.Module:
+    """The training's model on the device, in the case's layout, wrapped or sharded for data parallelism
+    (which may give ``training`` a new optimizer over the sharded parameters)."""
+    model = training.model.to(device)
     if optimization.channels_last:
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     if optimization.ddp is not None:
         from trainperf.data_parallel import data_parallel
 
-        model = data_parallel(model, device, optimization.ddp)
+        model = data_parallel(model, device, optimization.ddp, training)
     return model.train()
 
 
