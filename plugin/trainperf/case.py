@@ -4,6 +4,8 @@ a workload's cases, whose reference every speedup is measured against."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,6 +54,7 @@ class Optimization:
     sync_every_step: bool = False  # read the loss on the host after every step (a logging loop's sync)
     accumulation_steps: int = 1  # split each batch into this many micro-batches, one optimizer step
     needs_cuda: str | None = None  # why the case runs on CUDA only (skipped elsewhere with this reason)
+    needs_package: str | None = None  # a pip requirement it imports ("torchao==0.18.0"), skipped where absent
     # data parallel: one process per GPU (two gloo processes on the CPU) with DistributedDataParallel and
     # these settings; {} for its defaults, None for a single-process case
     ddp: Mapping[str, Any] | None = None
@@ -96,6 +99,15 @@ class Optimization:
         if settings.get("param_dtype") not in AMP_DTYPES:
             raise ValueError(f"{self.name}: FSDP param_dtype must be one of {AMP_DTYPES}")
 
+    def missing_package(self) -> str | None:
+        """Why the case cannot run here for want of its package (with the line that installs it), or None."""
+        if self.needs_package is None:
+            return None
+        module = re.split(r"[<>=!~\[ ]", self.needs_package, maxsplit=1)[0]
+        if importlib.util.find_spec(module) is not None:
+            return None
+        return f"needs {module}, not installed here: pip install '{self.needs_package}'"
+
     def but(self, name: str, **changes: Any) -> Optimization:
         """A copy under a new name with some knobs changed (targets are not inherited)."""
         inherited: dict[str, Any] = {
@@ -109,7 +121,15 @@ class Optimization:
     def knobs(self) -> dict[str, Any]:
         """The knobs that differ from the reference, for reports."""
         base = Optimization(REFERENCE)
-        skip = {"name", "min_speedup", "max_memory_ratio", "accuracy_tolerance", "slowdown_floor", "needs_cuda"}
+        skip = {
+            "name",
+            "min_speedup",
+            "max_memory_ratio",
+            "accuracy_tolerance",
+            "slowdown_floor",
+            "needs_cuda",
+            "needs_package",
+        }
         return {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)

@@ -102,6 +102,8 @@ class TrainPerf:
         optimization, device = spec.optimization, spec.device
         if optimization.needs_cuda and device.type != "cuda":
             pytest.skip(f"{spec.key} runs on CUDA only: {optimization.needs_cuda}")
+        if missing := optimization.missing_package():
+            pytest.skip(f"{spec.key} {missing}")
         if optimization.ddp is not None:
             from trainperf.distributed import unavailable
 
