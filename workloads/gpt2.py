@@ -14,7 +14,8 @@ projections instead of one packed), ``mlp`` (how the MLP and its gradients run, 
 ``transformer.MLPS``) and ``linear`` (which GEMMs the linear layers and the output layer run, one of
 ``transformer.LINEARS``; "tuned": the fastest algorithm for each shape, timed at its first call) and
 ``activation_offload`` (the trunk's saved activations go to pinned host memory during the forward pass
-and come back for the backward pass: ``torch.autograd.graph.save_on_cpu``).
+and come back for the backward pass: ``torch.autograd.graph.save_on_cpu``), ``float8`` ("tensorwise" or
+"rowwise": the linear layers' GEMMs in FP8 with torchao, ``workloads/float8.py``).
 
 ``GPT2Medium`` is GPT-2 medium (24 layers, 16 heads, 1024 wide: 355M parameters), where the memory
 cases have something to save.
@@ -56,6 +57,7 @@ OPTIONS = {
     "linear": "torch",  # one of transformer.LINEARS
     "cross_entropy": "torch",  # "triton" or "triton_linear": kernels/fused_cross_entropy.py
     "activation_offload": False,  # the trunk's saved activations in pinned host memory (save_on_cpu)
+    "float8": None,  # "tensorwise" or "rowwise": the linear layers' GEMMs in FP8 (workloads/float8.py)
 }
 
 
@@ -189,6 +191,10 @@ class GPT2:
         vocab_rows = padded(config.vocab_size, options["vocab_multiple"])
         model = GPT(config, trunk, vocab_rows, options["residual_dtype"], options["activation_offload"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))
+        if options["float8"] is not None:
+            from workloads.float8 import to_float8
+
+            to_float8(model, options["float8"])
         ids = text.token_ids(config.corpus_chars, config.vocab_size)
         train, held_out = text.split_windows(ids, config.context + 1)
         batch_size = config.batch_size * options["batch_scale"]

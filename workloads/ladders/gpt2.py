@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trainperf import REFERENCE, Ladder, Optimization
 
+from workloads import float8
 from workloads.gpt2 import GPT2
 
 ON_CUDA = "CUDA-only kernels"
@@ -106,7 +107,16 @@ stack = compiled.but(
     needs_cuda="the stack replays CUDA graphs and runs Triton kernels compiled for the GPU and cuBLASLt",
     min_speedup={"cuda": 12.0},
 )
-
+# FP8 training (workloads/float8.py): the linear layers' GEMMs on FP8 tensor cores, scaled per tensor or per
+# row, on top of compile, which fuses the scaling casts; in the stack, FP8 takes the place of its tuned
+# bf16 GEMMs and cuBLASLt MLP. MFU stays against the dense bf16 peak, as for every case. No speedup is
+# declared until the cases are measured.
+FP8 = {"needs_cuda": "FP8 tensor cores need compute capability 8.9 or later", "needs_package": float8.REQUIREMENT}
+fp8_tensorwise = compiled.but("fp8_tensorwise", options={**compiled.options, "float8": "tensorwise"}, **FP8)
+fp8_rowwise = compiled.but("fp8_rowwise", options={**compiled.options, "float8": "rowwise"}, **FP8)
+stack_fp8 = stack.but(
+    "stack_fp8", options={**stack.options, "mlp": "torch", "linear": "torch", "float8": "tensorwise"}, **FP8
+)
 
 LADDER = Ladder(
     GPT2(),
@@ -127,5 +137,8 @@ LADDER = Ladder(
         activation_checkpointing,
         grad_accumulation,
         stack,
+        fp8_tensorwise,
+        fp8_rowwise,
+        stack_fp8,
     ],
 )
