@@ -35,7 +35,7 @@ def data_parallel(
     if not dist.is_initialized():
         raise RuntimeError("a data-parallel case runs through trainperf.distributed.run_case, one process per rank")
     if "fsdp" in settings:
-        return _fully_sharded(model, device, settings, training)
+        return _fully_sharded(model, settings, training)
     keywords = {k: settings[k] for k in ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph") if k in settings}
     wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None, **keywords)
     hook = settings.get("comm_hook")
@@ -43,19 +43,19 @@ def data_parallel(
         wrapped.register_comm_hook(None, getattr(default_hooks, f"{hook}_hook"))
     if settings.get("zero") and training.optimizer is not None:
         optimizer = training.optimizer
-        groups = _groups(optimizer, {id(p): p for p in model.parameters()})
+        groups = [dict(group) for group in optimizer.param_groups]  # the same parameters, each rank's states
         training.optimizer = ZeroRedundancyOptimizer(groups, optimizer_class=type(optimizer), **_settings(optimizer))
     return wrapped
 
 
-def _fully_sharded(
-    model: torch.nn.Module, device: torch.device, settings: Mapping[str, Any], training: Training
-) -> torch.nn.Module:
+def _fully_sharded(model: torch.nn.Module, settings: Mapping[str, Any], training: Training) -> torch.nn.Module:
     """FSDP2: each module of every ``nn.ModuleList`` (the transformer blocks) its own unit, then the rest."""
     reshard = FSDP_RESHARD[settings["fsdp"]]  # the settings were checked when the case was declared
     dtype = settings.get("param_dtype")
-    policy = MixedPrecisionPolicy(param_dtype=getattr(torch, dtype), reduce_dtype=torch.float32) if dtype else None
-    keywords: dict[str, Any] = {"reshard_after_forward": reshard, "mp_policy": policy or MixedPrecisionPolicy()}
+    policy = MixedPrecisionPolicy()  # FSDP's default: compute in the parameters' own dtype
+    if dtype:
+        policy = MixedPrecisionPolicy(param_dtype=getattr(torch, dtype), reduce_dtype=torch.float32)
+    keywords: dict[str, Any] = {"reshard_after_forward": reshard, "mp_policy": policy}
     if settings.get("cpu_offload"):
         keywords["offload_policy"] = CPUOffloadPolicy()
     names = {id(p): name for name, p in model.named_parameters()}
@@ -66,7 +66,7 @@ def _fully_sharded(
     if training.optimizer is not None:  # fully_shard replaced every parameter with its shard (a DTensor)
         sharded = dict(model.named_parameters())
         optimizer = training.optimizer
-        groups = _groups(optimizer, {old: sharded[name] for old, name in names.items()})
+        groups = [{**g, "params": [sharded[names[id(p)]] for p in g["params"]]} for g in optimizer.param_groups]
         training.optimizer = type(optimizer)(groups, **_settings(optimizer))
     return model
 
@@ -75,11 +75,6 @@ def _settings(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     """The optimizer's defaults that its constructor takes (AdamW keeps one it sets itself)."""
     accepted = inspect.signature(type(optimizer).__init__).parameters
     return {k: v for k, v in optimizer.defaults.items() if k in accepted}
-
-
-def _groups(optimizer: torch.optim.Optimizer, new: Mapping[int, torch.Tensor]) -> list[dict[str, Any]]:
-    """The optimizer's parameter groups, their hyperparameters kept, each parameter replaced by ``new``'s."""
-    return [{**group, "params": [new[id(p)] for p in group["params"]]} for group in optimizer.param_groups]
 
 
 def own_slice(batch: Batch) -> Batch:
