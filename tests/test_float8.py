@@ -32,6 +32,12 @@ def test_fp8_weights_count_the_eligible_layers_only() -> None:
     assert fp8_weights(model) == 32 * 64
 
 
+def test_a_model_with_nothing_to_convert_is_an_error() -> None:
+    pytest.importorskip("torchao.float8", reason="torchao not installed: pip install 'torchao==0.18.0'")
+    with pytest.raises(ValueError, match="no linear layer to convert"):
+        to_float8(torch.nn.Sequential(torch.nn.Linear(10, 10)), "rowwise")
+
+
 def test_an_unknown_recipe_is_named() -> None:
     with pytest.raises(ValueError, match=r"float8 must be one of \('tensorwise', 'rowwise'\), got 'axiswise'"):
         to_float8(torch.nn.Linear(16, 16), "axiswise")
