@@ -198,11 +198,9 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def runs_text(change: Change) -> str:
-    """', runs 70.220, 31.360, 30.350 ms' where the new entry has several runs, else ''."""
-    if len(change.new_runs_ms) < 2:
-        return ""
-    return ", runs " + ", ".join(f"{x:.3f}" for x in change.new_runs_ms) + " ms"
+def runs_listed(change: Change) -> str:
+    """'70.220, 31.360, 30.350': the new entry's run medians in ms."""
+    return ", ".join(f"{x:.3f}" for x in change.new_runs_ms)
 
 
 def format_changes(changes: list[Change]) -> list[str]:
@@ -212,5 +210,6 @@ def format_changes(changes: list[Change]) -> list[str]:
         old = "new" if change.old_median_ms is None else f"{change.old_median_ms:.3f} ms"
         new = f"{change.new_median_ms:.3f} ms"
         delta = "" if change.delta is None else f" ({change.delta:+.1%})"
-        lines.append(f"{change.case}: {old} -> {new}{delta}{runs_text(change)}")
+        runs = f", runs {runs_listed(change)} ms" if len(change.new_runs_ms) > 1 else ""
+        lines.append(f"{change.case}: {old} -> {new}{delta}{runs}")
     return lines

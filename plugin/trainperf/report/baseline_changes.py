@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainperf.baselines import Change
+from trainperf.baselines import Change, runs_listed
 
 FILE = "baseline-changes.md"
 
@@ -19,7 +19,7 @@ def changes_markdown(changes: list[Change], baseline_file: Path, device: str) ->
             "old median ms": ["new" if c.old_median_ms is None else f"{c.old_median_ms:.3f}" for c in changes],
             "new median ms": ["removed" if c.new_median_ms is None else f"{c.new_median_ms:.3f}" for c in changes],
             "change": ["" if c.delta is None else f"{c.delta:+.1%}" for c in changes],
-            "runs ms": [", ".join(f"{x:.3f}" for x in c.new_runs_ms) for c in changes],
+            "runs ms": [runs_listed(c) for c in changes],
         }
     )
     return (
