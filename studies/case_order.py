@@ -53,15 +53,15 @@ def main() -> int:
     parser.add_argument("--seq", action="append", required=True, help="comma-separated cases, one process")
     parser.add_argument("--repeat", type=int, default=1, help="times to run every sequence, in rotation")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        child(args.ladder, args.child.split(","), args.device)
+    if args.child:  # one sequence, in this process
+        child(args.ladder, args.seq[0].split(","), args.device)
         return 0
     for _ in range(args.repeat):
         for sequence in args.seq:
             command = [sys.executable, __file__, "--ladder", args.ladder, "--device", args.device]
-            done = subprocess.run([*command, "--seq", sequence, "--child", sequence], capture_output=True, text=True)
+            done = subprocess.run([*command, "--seq", sequence, "--child"], capture_output=True, text=True)
             rows = [line[4:] for line in done.stdout.splitlines() if line.startswith("ROW ")]
             print("\n".join(rows) or f"{sequence}: exit {done.returncode}: {done.stderr[-400:]}", flush=True)
     return 0
