@@ -26,6 +26,19 @@ def test_every_block_linear_but_not_the_output_layer_trains_in_fp8() -> None:
     assert torch.isfinite(loss) and all(p.grad is not None for p in model.parameters() if p.requires_grad)
 
 
+def test_the_fp8_share_of_flops_counts_the_converted_layers() -> None:
+    float8 = pytest.importorskip(
+        "torchao.float8.float8_linear", reason="torchao not installed: pip install 'torchao==0.18.0'"
+    )
+    training = GPT2().build(torch.device("cpu"), TINY, Optimization("fp8", options={"float8": "tensorwise"}))
+    converted = sum(m.weight.numel() for m in training.model.modules() if isinstance(m, float8.Float8Linear))
+    assert training.flops_per_iteration is not None and training.fp8_flop_share is not None
+    fp8_flops = 6 * converted * training.samples_per_iteration
+    assert training.fp8_flop_share == pytest.approx(fp8_flops / training.flops_per_iteration)
+    assert 0.0 < training.fp8_flop_share < 1.0  # the output layer and attention stay in bf16
+    assert GPT2().build(torch.device("cpu"), TINY, Optimization("bf16")).fp8_flop_share is None
+
+
 def test_fp8_weights_count_the_eligible_layers_only() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Linear(64, 10))
     assert [fp8_eligible(m, n) for n, m in model.named_modules()] == [False, True, False]  # 10 is not a multiple of 16

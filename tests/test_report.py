@@ -18,6 +18,7 @@ from trainperf.report.document import RunDocumentError, load
 from trainperf.report.experiment import build_report
 from trainperf.report.pages import write_html, write_markdown
 from trainperf.report.roofline_plot import without_flops
+from trainperf.report.tables import mfu_text
 
 DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_digits_ncu.run.json", DATA / "h100_gpt2_ncu.run.json"]  # --profile=ncu, H100
@@ -299,3 +300,9 @@ def test_names_with_markup_pipes_and_control_characters_are_shown_safely(tmp_pat
     table = [line for line in markdown.splitlines() if line.startswith("| gpt2/") and " ± " in line]  # the cases
     assert len(table) == 5 and all(line.count(" | ") == table[0].count(" | ") for line in table)
     assert "\x00" not in page and "<script>alert" not in page and "gpt2/two\\nlines" in page
+
+
+def test_an_fp8_case_shows_its_mfu_against_the_bf16_peak_and_its_fp8_share() -> None:
+    assert mfu_text(0.5213, 0.614) == "52.1% (bf16 peak; FP8 61% of FLOPs)"
+    assert mfu_text(0.5213, None) == "52.1%"
+    assert mfu_text(None, None) == ""

@@ -191,9 +191,11 @@ class GPT2:
         vocab_rows = padded(config.vocab_size, options["vocab_multiple"])
         model = GPT(config, trunk, vocab_rows, options["residual_dtype"], options["activation_offload"])
         model = model.to(device=device, dtype=getattr(torch, options["param_dtype"]))
+        converted_weights = 0
         if options["float8"] is not None:
-            from workloads.float8 import to_float8
+            from workloads.float8 import fp8_weights, to_float8
 
+            converted_weights = fp8_weights(model)
             to_float8(model, options["float8"])
         ids = text.token_ids(config.corpus_chars, config.vocab_size)
         train, held_out = text.split_windows(ids, config.context + 1)
@@ -211,7 +213,12 @@ class GPT2:
         if options["cross_entropy"] not in losses:
             raise ValueError(f"cross_entropy must be one of {tuple(losses)}, got {options['cross_entropy']!r}")
         loss = losses[options["cross_entropy"]]
-        return token_training(model, config, options["optimizer"], loader, loss, evaluate, batch_size)
+        training = token_training(model, config, options["optimizer"], loader, loss, evaluate, batch_size)
+        if converted_weights and training.flops_per_iteration:  # 6 FLOPs per weight and token: 3 GEMMs
+            training.fp8_flop_share = (
+                6.0 * converted_weights * training.samples_per_iteration / training.flops_per_iteration
+            )
+        return training
 
 
 class GPT2Medium(GPT2):

@@ -30,6 +30,7 @@ class Measurement:
     communication: dict[str, Any] | None = None  # data-parallel cases: processes, all-reduce, overlap
     memory_snapshot: dict[str, Any] | None = None  # --perf-memory-snapshot: files and peak MiB by phase
     run_medians_ms: list[float] = field(default_factory=list)  # one per independent run; [] for one run
+    fp8_flop_share: float | None = None  # share of the model FLOPs in FP8 GEMMs (MFU stays against bf16)
 
     def per_second(self, amount: float, median_ms: float) -> float:
         """``amount`` done per iteration, per second at the median iteration time."""

@@ -100,6 +100,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         warmup=warmup,
         clocks={"before": clocks_before, "during": _during(watch, steal), "after": clocks_after},
         sample_unit=training.sample_unit,
+        fp8_flop_share=training.fp8_flop_share,
     )
 
 

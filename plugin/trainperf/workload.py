@@ -37,6 +37,7 @@ class Training:
     flops_per_iteration: float | None = None  # None: counted by the runner with FlopCounterMode
     sample_unit: str = "samples"  # what a sample is, for throughput figures: "images", "tokens"...
     step: Callable[[Batch], torch.Tensor] | None = None  # one iteration of a workload that does not train
+    fp8_flop_share: float | None = None  # share of the model FLOPs in FP8 GEMMs; None: no FP8
 
 
 class Workload(Protocol):

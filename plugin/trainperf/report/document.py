@@ -49,7 +49,7 @@ REQUIRED = ("name", "group", "stats", "extra_info")
 REQUIRED_INFO = ("summary_ms", "speedup", "samples_per_second", "metric", "verdict")
 # figures the reports read where present
 OPTIONAL_NUMBERS = ("peak_memory_bytes", "baseline_median_ms", "mfu", "first_step_s", "reader_share",
-                    "min_detectable_slowdown")  # fmt: skip
+                    "min_detectable_slowdown", "fp8_flop_share")  # fmt: skip
 
 
 def case_entry(result: CaseResult) -> CaseEntry:
@@ -85,6 +85,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "flops_per_iteration": m.flops_per_iteration,
             "achieved_flops": result.achieved_flops,
             "mfu": result.mfu,
+            "fp8_flop_share": m.fp8_flop_share,
             "peak_memory_bytes": m.peak_memory_bytes,
             "warmup_s": m.warmup_s,
             "first_step_s": m.first_step_s,
@@ -265,6 +266,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "per_second": info["samples_per_second"],
                 "unit": info.get("sample_unit", "samples"),
                 "mfu": info.get("mfu"),
+                "fp8_share": info.get("fp8_flop_share"),
                 "peak_mib": None if peak is None else peak / 2**20,
                 "metric": info["metric"]["name"],
                 "metric_value": info["metric"]["value"],

@@ -23,6 +23,7 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
         "trainperf_samples_per_s": round(info["samples_per_second"], 1),
         "trainperf_sample_unit": info["sample_unit"],
         "trainperf_mfu": None if mfu is None else round(mfu, 4),
+        "trainperf_fp8_flop_share": info.get("fp8_flop_share"),
         "trainperf_first_step_s": round(info["first_step_s"], 3),
         "trainperf_reader_share": round(info["reader_share"], 4),
         f"trainperf_{metric['name']}": round(metric["value"], 5),

@@ -24,7 +24,7 @@ def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
             "detects": [percent(v) for v in frame["min_detectable"]],
             "speedup": ["" if pd.isna(s) else f"{s:.2f}x" for s in frame["speedup"]],
             "throughput/s": [rate_text(v, u) for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
-            "MFU": [percent(v) for v in frame["mfu"]],
+            "MFU": [mfu_text(m, f) for m, f in zip(frame["mfu"], frame["fp8_share"], strict=True)],
             "reader": [percent(v, digits=0) for v in frame["reader_share"]],
             "accuracy": [f"{n} {v:.4f}" for n, v in zip(frame["metric"], frame["metric_value"], strict=True)],
             "peak MiB": ["" if pd.isna(v) else f"{v:,.0f}" for v in frame["peak_mib"]],
@@ -55,6 +55,13 @@ def top_table(rows: list[dict[str, Any]], unit: str, full_names: bool = True) ->
     if full_names:
         table["full name"] = [row["name"] for row in rows]
     return table
+
+
+def mfu_text(mfu: float | None, fp8_share: float | None) -> str:
+    """MFU, always against the dense bf16 peak; an FP8 case adds its share of FLOPs in FP8 GEMMs."""
+    if fp8_share is None or pd.isna(fp8_share):
+        return percent(mfu)
+    return f"{percent(mfu)} (bf16 peak; FP8 {fp8_share:.0%} of FLOPs)"
 
 
 def percent(value: float | None, digits: int = 1) -> str:
