@@ -209,6 +209,17 @@ def test_a_history_that_is_not_positive_numbers_names_the_case(tmp_path: Path) -
         baselines.load(path)
 
 
+def test_host_figures_that_are_not_numbers_name_the_case(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(
+        json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "host": {"dispatch_us": "fast"}}}})
+    )
+    with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'host' as an object of figures"):
+        baselines.load(path)
+    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "host": {"gpu_busy_share": 0}}}}))
+    assert baselines.load(path)["w/a"]["host"] == {"gpu_busy_share": 0}
+
+
 def test_changes_between_two_loads_name_new_changed_and_removed_cases() -> None:
     old = {"w/a": entry(10.0), "w/b": entry(5.0), "w/gone": entry(1.0)}
     new = {"w/a": entry(11.0), "w/b": entry(5.0), "w/new": entry(2.0)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,18 +26,38 @@ class FakeNvml:
     def nvmlDeviceGetClockInfo(self, handle: Any, clock: int) -> int:
         return 1200 if self.readings == 3 else 1980
 
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
+        return SimpleNamespace(gpu=40 if self.readings % 2 else 80)  # the GPU waits for the host at times
 
-def test_watch_keeps_every_reason_seen_and_the_lowest_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = FakeNvml()
+
+class FakeNvmlWithoutUtilization(FakeNvml):
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
+        raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+
+def watched(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any] | None:
+    """What the watch saw over six readings of ``fake`` (or two seconds, should the poll stop)."""
     monkeypatch.setattr(devices, "_nvml", lambda: fake)
     monkeypatch.setattr(devices, "_nvml_handle", lambda nvml, device: "handle")
+    deadline = time.monotonic() + 2.0
     with devices.ClockWatch(torch.device("cuda"), interval_s=0.001) as watch:
-        while fake.readings < 6:
+        while fake.readings < 6 and time.monotonic() < deadline:
             time.sleep(0.001)
-    summary = watch.summary()
+    return watch.summary()
+
+
+def test_watch_keeps_every_reason_seen_and_the_lowest_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = watched(FakeNvml(), monkeypatch)
     assert summary is not None and summary["samples"] >= 6
     assert summary["throttle"] == ["hardware thermal slowdown"]  # idle is not among the reasons told
     assert summary["min_sm_clock_mhz"] == 1200
+    assert 0.4 <= summary["gpu_busy_share"] <= 0.8  # the mean of the utilization readings
+
+
+def test_a_gpu_that_does_not_report_utilization_still_has_its_clocks_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = watched(FakeNvmlWithoutUtilization(), monkeypatch)
+    assert summary is not None and summary["samples"] >= 6 and summary["min_sm_clock_mhz"] == 1200
+    assert "gpu_busy_share" not in summary
 
 
 def test_watch_reads_nothing_off_the_gpu() -> None:

@@ -158,3 +158,18 @@ def test_runs_that_agree_more_than_their_iterations_are_judged_at_the_iterations
     check = gate.baseline_check("w/c", thirty_percent, agreeing, strict=False)
     assert check.passed is True and "within a run (run medians 0.3% over 3 runs)" in check.message
     assert gate.baseline_check("w/c", [x * 2.0 for x in wobbly], agreeing, strict=False).passed is False
+
+
+def test_a_failed_time_names_how_fast_this_host_issued_ops_against_the_recording_host() -> None:
+    baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
+    failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
+    during = {"host_dispatch_us": 5.8, "gpu_busy_share": 0.62}
+    message = gate.with_host(failed, during, baseline.host_dispatch_us).message
+    assert message.startswith(failed.message)
+    assert message.endswith(
+        "this host issued an op in 5.80 µs, 4.00 µs where recorded (+45%); the GPU was busy 62% of the time"
+    )
+    assert gate.with_host(failed, during, None).message.endswith("5.80 µs; the GPU was busy 62% of the time")
+    passed = gate.baseline_check("w/a", [10.0] * 20, baseline, strict=True)
+    assert gate.with_host(passed, during, 4.0) == passed  # only a failure needs the explanation
+    assert gate.with_host(failed, {}, 4.0) == failed  # a run that did not measure its host

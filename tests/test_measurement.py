@@ -7,8 +7,8 @@ from trainperf import Optimization
 from trainperf.measurement import Measurement, combined
 
 
-def run(samples: list[float], peak: int, throttle: list[str], steal: float = 0.0) -> Measurement:
-    reading = {"throttle": throttle, "min_sm_clock_mhz": 1980, "host_steal_share": steal}
+def run(samples: list[float], peak: int, throttle: list[str], steal: float = 0.0, host_us: float = 5.0) -> Measurement:
+    reading = {"throttle": throttle, "min_sm_clock_mhz": 1980, "host_steal_share": steal, "host_dispatch_us": host_us}
     return Measurement(
         samples_ms=samples,
         reader_ms=[0.1] * len(samples),
@@ -35,6 +35,11 @@ def test_runs_keep_every_iteration_each_median_every_throttle_and_the_most_steal
     assert together.clocks["during"]["throttle"] == ["hardware slowdown"]
     assert together.clocks["during"]["host_steal_share"] == 0.03  # the worst run's
     assert together.first_step_s == 2.0  # compilation shows in the first run
+
+
+def test_runs_keep_the_median_host_dispatch_time() -> None:
+    runs = [run([10.0], 100, [], host_us=us) for us in (4.0, 9.0, 5.0)]
+    assert combined(runs).clocks["during"]["host_dispatch_us"] == 5.0
 
 
 def test_a_declared_floor_stays_at_or_below_ten_percent() -> None:

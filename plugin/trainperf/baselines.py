@@ -103,6 +103,9 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
     history = entry.get("history_ms", [])
     if not (isinstance(history, list) and all(_is_positive_number(x) for x in history)):
         raise BaselineError(f"{path}: case {name!r} needs 'history_ms' as a list of positive numbers")
+    host = entry.get("host", {})  # absent from files recorded before the host was measured
+    if not (isinstance(host, dict) and all(_is_positive_number(x) or x == 0 for x in host.values())):
+        raise BaselineError(f"{path}: case {name!r} needs 'host' as an object of figures of zero or more")
 
 
 def _is_positive_number(value: Any) -> bool:

@@ -53,6 +53,7 @@ class Fingerprint:
     sm_count: int | None = None
     memory_bytes: int | None = None
     cpu_count: int | None = None
+    host_cpu: str | None = None  # the GPU machine's CPU: launch-bound cases run at its pace
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,6 +113,8 @@ def fingerprint(device: torch.device) -> Fingerprint:
         driver=_nvml_driver(),
         sm_count=props.multi_processor_count,
         memory_bytes=props.total_memory,
+        cpu_count=os.cpu_count(),
+        host_cpu=cpu_model(),
     )
 
 
@@ -164,7 +167,8 @@ def clock_state(device: torch.device) -> dict[str, Any] | None:
 
 class ClockWatch:
     """While a case's timed iterations run, a thread reads NVML every ``interval_s``: the clock event
-    reasons seen and the lowest SM clock. Off-GPU, or without NVML, it reads nothing."""
+    reasons seen, the lowest SM clock and the GPU's utilization (the share of time a kernel ran: below
+    1 where the GPU waits for the host). Off-GPU, or without NVML, it reads nothing."""
 
     def __init__(self, device: torch.device, interval_s: float = 0.05) -> None:
         self.device = device
@@ -172,6 +176,8 @@ class ClockWatch:
         self.reasons = 0
         self.lowest_mhz: int | None = None
         self.samples = 0
+        self.busy_percent_sum = 0
+        self.busy_samples = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -198,12 +204,25 @@ class ClockWatch:
             self.reasons |= reasons
             self.lowest_mhz = clock if self.lowest_mhz is None else min(self.lowest_mhz, clock)
             self.samples += 1
+            self._read_busy(nvml, handle)
             if self._stop.wait(self.interval_s):
                 return
 
+    def _read_busy(self, nvml: Any, handle: Any) -> None:
+        """Add one utilization reading; a GPU that does not report it (some MIG slices) adds none."""
+        try:
+            self.busy_percent_sum += int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+        except Exception:
+            return
+        self.busy_samples += 1
+
     def summary(self) -> dict[str, Any] | None:
-        """``throttle`` (reasons seen), ``min_sm_clock_mhz`` and ``samples``; None when nothing was read."""
+        """``throttle`` (reasons seen), ``min_sm_clock_mhz``, ``samples`` and, where the GPU reports it,
+        ``gpu_busy_share`` (mean utilization); None when nothing was read."""
         if not self.samples:
             return None
         throttle = [text for bit, text in THROTTLE_REASONS.items() if self.reasons & bit]
-        return {"throttle": throttle, "min_sm_clock_mhz": self.lowest_mhz, "samples": self.samples}
+        found: dict[str, Any] = {"throttle": throttle, "min_sm_clock_mhz": self.lowest_mhz, "samples": self.samples}
+        if self.busy_samples:
+            found["gpu_busy_share"] = self.busy_percent_sum / self.busy_samples / 100.0
+        return found

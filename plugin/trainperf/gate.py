@@ -6,6 +6,7 @@ names the case, the figures and the threshold, so that it can be shown to the us
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Mapping, Sequence
@@ -91,11 +92,12 @@ def accuracy_check(
 @dataclass(frozen=True)
 class Baseline:
     """A case's stored times: every timed iteration and the median of each independent run recorded,
-    and the medians of runs accepted since (``--perf-history``)."""
+    the medians of runs accepted since (``--perf-history``), and how fast the recording host issued an op."""
 
     samples_ms: Sequence[float]
     run_medians_ms: Sequence[float]
     history_ms: Sequence[float] = ()
+    host_dispatch_us: float | None = None
 
     @functools.cached_property
     def iteration_spread(self) -> float:
@@ -141,6 +143,21 @@ def baseline_check(
     if slower:
         return Check("baseline", False, f"{case}: slower than baseline: {figures}; {allowance}")
     return Check("baseline", True, f"{case}: {figures}; {allowance}")
+
+
+def with_host(check: Check, during: Mapping[str, Any], recorded_us: float | None) -> Check:
+    """A failed time check with the host's figures added: a host that issues ops slower slows
+    launch-bound cases (the GPU waits, its busy share below 100%) with the same code."""
+    now_us = during.get("host_dispatch_us")
+    if check.passed is not False or now_us is None:
+        return check
+    text = f"this host issued an op in {now_us:.2f} µs"
+    if recorded_us:
+        text += f", {recorded_us:.2f} µs where recorded ({now_us / recorded_us - 1:+.0%})"
+    busy = during.get("gpu_busy_share")
+    if busy is not None:
+        text += f"; the GPU was busy {busy:.0%} of the time"
+    return dataclasses.replace(check, message=f"{check.message}; {text}")
 
 
 def _noise_text(noise: stats.RunNoise, later: int) -> str:

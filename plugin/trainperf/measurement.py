@@ -40,7 +40,8 @@ class Measurement:
 def combined(runs: Sequence[Measurement]) -> Measurement:
     """Independent runs of one case (each built, warmed up and timed afresh) as one measurement: every
     timed iteration, each run's median; accuracy, losses and compile time of the first run, peak memory
-    the highest, the clocks of the first run with every run's throttle reasons and the most host steal."""
+    the highest, the clocks of the first run with every run's throttle reasons, the most host steal, the
+    median host dispatch time and the mean GPU busy share."""
     first = runs[0]
     readings = [reading for run in runs for reading in run.clocks.values() if reading]
     throttles = sorted({t for reading in readings for t in reading.get("throttle", [])})
@@ -49,6 +50,10 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
     steals = [reading["host_steal_share"] for reading in durings if "host_steal_share" in reading]
     if steals:
         during["host_steal_share"] = max(steals)
+    for key, typical in (("host_dispatch_us", statistics.median), ("gpu_busy_share", statistics.fmean)):
+        values = [reading[key] for reading in durings if key in reading]
+        if values:
+            during[key] = typical(values)
     peaks = [run.peak_memory_bytes for run in runs if run.peak_memory_bytes is not None]
     return dataclasses.replace(
         first,

@@ -14,6 +14,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from trainperf import device as devices
+from trainperf import host_speed
 from trainperf.case import CaseSpec, Optimization
 from trainperf.host_steal import StealWatch
 from trainperf.measurement import Measurement
@@ -74,6 +75,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         warmup_s, first_step_s = warm_up(step, fetch, losses, warmup, device)
+        host_us = host_speed.dispatch_us(device)
         clocks_before = devices.clock_state(device)
         with devices.ClockWatch(device) as watch, StealWatch() as steal:
             samples_ms, reader_ms = timed(step, fetch, losses, iters, device)
@@ -98,18 +100,19 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         flops_per_iteration=flops,
         iters=iters,
         warmup=warmup,
-        clocks={"before": clocks_before, "during": _during(watch, steal), "after": clocks_after},
+        clocks={"before": clocks_before, "during": _during(watch, steal, host_us), "after": clocks_after},
         sample_unit=training.sample_unit,
         fp8_flop_share=training.fp8_flop_share,
     )
 
 
-def _during(watch: devices.ClockWatch, steal: StealWatch) -> dict[str, object] | None:
-    """What was seen while the iterations were timed: the GPU's clocks and the host's steal."""
-    during: dict[str, object] = {**(watch.summary() or {})}
+def _during(watch: devices.ClockWatch, steal: StealWatch, host_us: float) -> dict[str, object]:
+    """What was seen while the iterations were timed: the GPU's clocks, the host's steal, and how fast
+    the host issued an op just before (``host_speed``)."""
+    during: dict[str, object] = {**(watch.summary() or {}), "host_dispatch_us": host_us}
     if steal.share is not None:
         during["host_steal_share"] = steal.share
-    return during or None
+    return during
 
 
 def release_memory(device: torch.device) -> None:

@@ -130,7 +130,8 @@ class PerfSession:
         if entry is None:
             return None
         samples = [float(x) for x in entry["samples_ms"]]
-        return gate.Baseline(samples, baselines.run_medians(entry), baselines.history(entry))
+        host_us = entry.get("host", {}).get("dispatch_us")
+        return gate.Baseline(samples, baselines.run_medians(entry), baselines.history(entry), host_us)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -179,6 +180,7 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "accuracy": {"metric": result.metric_name, "value": m.metric},
         "peak_memory_bytes": m.peak_memory_bytes,
         "reader_ms_median": stats.summarize(m.reader_ms).median,
+        "host": host_figures(m.clocks.get("during") or {}),
         "iters": m.iters,
         "warmup": m.warmup,
         "fingerprint": fingerprint.as_dict(),
@@ -186,3 +188,9 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
     }
+
+
+def host_figures(during: dict[str, Any]) -> dict[str, float]:
+    """How fast the host issued an op (µs) and how busy the GPU was while the case was recorded."""
+    names = {"host_dispatch_us": "dispatch_us", "gpu_busy_share": "gpu_busy_share"}
+    return {stored: during[key] for key, stored in names.items() if key in during}

@@ -43,12 +43,16 @@ def judge(
             initial=measurement.initial_metric,
             min_gain=metric.min_gain,
         ),
-        gate.baseline_check(
-            key,
-            measurement.samples_ms,
-            stored,
-            strict=strict and not update_baselines,
-            floor=slowdown_floor(optimization),
+        gate.with_host(
+            gate.baseline_check(
+                key,
+                measurement.samples_ms,
+                stored,
+                strict=strict and not update_baselines,
+                floor=slowdown_floor(optimization),
+            ),
+            measurement.clocks.get("during") or {},
+            None if stored is None else stored.host_dispatch_us,
         ),
     ]
     if not is_reference:
