@@ -9,7 +9,7 @@ from PIL import Image
 from trainperf.workload import FULL, TINY
 
 from workloads import images
-from workloads.resnet import CONFIGS, ResNet
+from workloads.resnet import CONFIGS, ResNet, recalibrate_batch_norm
 
 
 def test_corpus_is_jpegs_with_balanced_labels_and_a_held_out_fifth() -> None:
@@ -42,3 +42,15 @@ def test_resnet_50_has_resnet_50s_shape() -> None:
     assert sum(p.numel() for p in full.parameters()) == 25_557_032  # torchvision's resnet50
     tiny = ResNet(CONFIGS[TINY].blocks, CONFIGS[TINY].width, images.CLASSES)
     assert tiny(torch.zeros(2, 3, 32, 32)).shape == (2, images.CLASSES)
+
+
+def test_batch_norm_is_recalibrated_for_the_current_weights() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).eval()
+    pixels = torch.randn(12, 3, 8, 8) * 2.0 + 1.0
+    with torch.no_grad():
+        recalibrate_batch_norm(model, pixels, batch_size=4, channels_last=True)
+        features = model[0](pixels)
+    norm = model[1]
+    assert torch.allclose(norm.running_mean, features.mean(dim=(0, 2, 3)), atol=1e-5)  # all 3 chunks, equally
+    assert norm.momentum == 0.1 and not model.training  # as they were
