@@ -187,6 +187,25 @@ def test_a_baseline_write_that_fails_loses_nothing_else_and_is_one_line(toy_suit
     assert (pytester.path / "out" / "run.json").is_file() and (pytester.path / "out" / "report.html").is_file()
 
 
+def test_a_recording_killed_after_its_first_case_keeps_that_case(toy_suite) -> None:
+    """Each recorded case is written when it finishes: a run cut short by a kill (a CI job's time limit)
+    loses only the cases it had not finished."""
+    pytester = toy_suite()
+    pytester.makeconftest(
+        """
+import os
+
+def pytest_runtest_logfinish(nodeid):
+    if "reference" in nodeid:
+        os._exit(9)  # killed: no session end, nothing written at the end
+"""
+    )
+    result = pytester.runpytest_subprocess(*BASE, *RECORD_ONCE)
+    assert result.ret == 9
+    stored = json.loads(baseline_file(pytester).read_text())["cases"]
+    assert set(stored) == {"toy/reference"} and stored["toy/reference"]["run_medians_ms"]
+
+
 def test_unknown_schema_version_is_refused(toy_suite) -> None:
     pytester = toy_suite()
     pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)

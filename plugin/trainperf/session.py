@@ -91,6 +91,7 @@ class PerfSession:
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     changes: list[baselines.Change] = field(default_factory=list)
+    baseline_error: baselines.BaselineError | OSError | None = None  # the write that failed, if one did
     accepted: dict[str, float] = field(default_factory=dict)  # --perf-history: medians of passing cases
     unfinished: list[dict[str, str]] = field(default_factory=list)  # cases that started and did not finish
     child: ChildRun | None = None  # set in the child process that --profile starts
@@ -144,6 +145,7 @@ class PerfSession:
         self.entries.append(case_entry(result))
         if self.settings.update_baselines and not any(c.passed is False for c in result.checks if c.name == "accuracy"):
             self.pending[result.key] = baseline_entry(result, self.fingerprint)
+            self._write_baseline(result.key)
         if self.settings.history and _accepted(result):
             self.accepted[result.key] = result.summary.median
         return self.entries[-1]
@@ -153,10 +155,22 @@ class PerfSession:
         lists it with its verdict and one-line reason."""
         self.unfinished.append({"name": key, "fullname": nodeid, "verdict": verdict, "reason": reason})
 
+    def _write_baseline(self, key: str) -> None:
+        """Merge one recorded case into this device's file as soon as it finishes, so that a run cut
+        short (a CI time limit, a kill) keeps every case it finished. A failed write stops the writes;
+        ``write_baselines`` reports it at the run's end."""
+        if self.baseline_error is not None:
+            return
+        try:
+            self.changes += baselines.update(self.baseline_file, self.fingerprint.slug, {key: self.pending[key]})
+        except (baselines.BaselineError, OSError) as error:
+            self.baseline_error = error
+
     def write_baselines(self) -> None:
-        """Under --update-baselines: merge the run's entries into this device's file."""
-        if self.settings.update_baselines and self.pending:
-            self.changes = baselines.update(self.baseline_file, self.fingerprint.slug, self.pending)
+        """Under --update-baselines: each case was written when it finished; raise the error that
+        stopped those writes, if one did."""
+        if self.baseline_error is not None:
+            raise self.baseline_error
 
     def write_history(self) -> list[str]:
         """Under --perf-history: the accepted cases' medians added to their baselines' history."""
