@@ -212,7 +212,7 @@ def test_a_history_that_is_not_positive_numbers_names_the_case(tmp_path: Path) -
 def test_host_figures_that_are_not_numbers_name_the_case(tmp_path: Path) -> None:
     path = tmp_path / "dev.json"
     path.write_text(
-        json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "host": {"dispatch_us": "fast"}}}})
+        json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "host": {"host_dispatch_us": "fast"}}}})
     )
     with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'host' as an object of figures"):
         baselines.load(path)

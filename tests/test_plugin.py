@@ -52,7 +52,7 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
     assert set(stored["cases"]) == {"toy/reference", "toy/variant"}
     assert len(stored["cases"]["toy/reference"]["samples_ms"]) == 3 * 15  # three independent runs
     assert len(stored["cases"]["toy/reference"]["run_medians_ms"]) == 3
-    assert stored["cases"]["toy/reference"]["host"]["dispatch_us"] > 0  # the host it was recorded on
+    assert stored["cases"]["toy/reference"]["host"]["host_dispatch_us"] > 0  # the host it was recorded on
 
     again = pytester.runpytest(*BASE, "--perf-strict")
     again.assert_outcomes(passed=2)

@@ -25,6 +25,9 @@ from trainperf.report.document import CaseEntry, case_entry
 from trainperf.settings import Settings
 from trainperf.workload import FULL, TINY
 
+# what a baseline keeps of the host it was recorded on: its time to issue an op and the GPU's busy share
+HOST_FIGURES = ("host_dispatch_us", "gpu_busy_share")
+
 
 @dataclass
 class CaseResult:
@@ -131,7 +134,7 @@ class PerfSession:
         if entry is None:
             return None
         samples = [float(x) for x in entry["samples_ms"]]
-        host_us = entry.get("host", {}).get("dispatch_us")
+        host_us = entry.get("host", {}).get("host_dispatch_us")
         return gate.Baseline(samples, baselines.run_medians(entry), baselines.history(entry), host_us)
 
     def note(self, text: str) -> None:
@@ -187,6 +190,7 @@ def _accepted(result: CaseResult) -> bool:
 
 def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict[str, Any]:
     m = result.measurement
+    during = m.clocks.get("during") or {}
     return {
         "samples_ms": m.samples_ms,
         "run_medians_ms": m.run_medians_ms or [result.summary.median],
@@ -194,7 +198,7 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "accuracy": {"metric": result.metric_name, "value": m.metric},
         "peak_memory_bytes": m.peak_memory_bytes,
         "reader_ms_median": stats.summarize(m.reader_ms).median,
-        "host": host_figures(m.clocks.get("during") or {}),
+        "host": {key: during[key] for key in HOST_FIGURES if key in during},
         "iters": m.iters,
         "warmup": m.warmup,
         "fingerprint": fingerprint.as_dict(),
@@ -202,9 +206,3 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
     }
-
-
-def host_figures(during: dict[str, Any]) -> dict[str, float]:
-    """How fast the host issued an op (µs) and how busy the GPU was while the case was recorded."""
-    names = {"host_dispatch_us": "dispatch_us", "gpu_busy_share": "gpu_busy_share"}
-    return {stored: during[key] for key, stored in names.items() if key in during}
