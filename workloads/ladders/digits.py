@@ -14,8 +14,8 @@ WORKERS = max(1, min(12, usable_cores() - 2))  # leave the main process and the 
 
 # The reference decodes and augments every batch in the main process: it is bound by the host CPU, whose
 # speed moves its median between runs and between hosts (docs/evidence/trust.md). Its speedups over that
-# reference move with the host too: the loader cases' minimum sits 14% below the lowest seen, 1.74x on an
-# H200 host whose reference ran at 37 ms (1.97x on an H100 host at 67 ms).
+# reference move with the host too: the loader cases' minimum sits below the lowest seen on either GPU's
+# hosts (docs/evidence/h200-suite-baselines.md).
 reference = Optimization(REFERENCE)
 dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 1.5})
 pinned_nonblocking = dataloader_workers.but(

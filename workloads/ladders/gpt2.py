@@ -110,7 +110,8 @@ stack = compiled.but(
 # FP8 training (workloads/float8.py): the linear layers' GEMMs on FP8 tensor cores, scaled per tensor or per
 # row, on top of compile, which fuses the scaling casts; in the stack, FP8 takes the place of its tuned
 # bf16 GEMMs and cuBLASLt MLP. MFU stays against the dense bf16 peak, as for every case. No speedup is
-# declared until the cases are measured.
+# declared: at GPT-2 small's sizes FP8 ran slower than the bf16 cases it builds on
+# (docs/evidence/h200-suite-strict-runs.md).
 FP8 = {"needs_cuda": "FP8 tensor cores need compute capability 8.9 or later", "needs_package": float8.REQUIREMENT}
 fp8_tensorwise = compiled.but("fp8_tensorwise", options={**compiled.options, "float8": "tensorwise"}, **FP8)
 fp8_rowwise = compiled.but("fp8_rowwise", options={**compiled.options, "float8": "rowwise"}, **FP8)
