@@ -1,11 +1,13 @@
 """Where does a case's run-to-run noise come from? Fresh processes measure cases under conditions that
 each remove one suspected source, in rotation, so that drift of the machine spreads over all of them.
 
-Each process measures its case twice with the runner the plugin uses (``run_case``): the spread of the
-first runs across processes is the noise the gate sees; the gap between a process's two runs tells
-process state from the machine's state over time. Beside each run: the main thread's CPU time and
-involuntary context switches in the timed loop, the cores it ran on, the machine's steal time, and the
-host's speed just before and after the timed loop (a fixed tiny eager training step on the CPU).
+Each process measures its case ``--runs`` times (2 unless told) with the runner the plugin uses
+(``run_case``): the spread of the first runs across processes is the noise the gate sees; the gap between
+a process's first two runs tells process state from the machine's state over time. Beside each run: the
+main thread's CPU time and involuntary context switches in the timed loop, the cores it ran on, the
+machine's steal time, the GPU's busy share, and the host's speed just before and after the timed loop,
+two ways: a fixed tiny eager training step on the CPU, and the time to issue one op to the device
+(``host_speed.dispatch_us``). Every run, not only the first, tells how far the time follows the latter.
 
     python studies/noise_sources.py --case lstm_lm/reference,mlp_mixer/amp_bf16 --rounds 8 --budget-s 420 --out DIR
 
@@ -43,7 +45,12 @@ CONDITIONS = (
     "no_aslr",  # address space layout randomization off for the process (setarch -R)
     "fixed_layout",  # both
 )
-LADDERS = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}
+LADDERS = {
+    "lstm_lm": "examples.lstm_language_model",
+    "mlp_mixer": "examples.mlp_mixer",
+    "gpt2": "workloads.ladders.gpt2",
+    "bert": "workloads.ladders.bert",
+}
 
 
 def apply(condition: str) -> None:
@@ -125,7 +132,7 @@ def current_core() -> int:
 
 def observe_timed_loop(condition: str, observed: dict[str, Any]) -> None:
     """Wrap the runner's timed loop: place the main thread, probe the host, count CPU time and switches."""
-    from trainperf import runner
+    from trainperf import host_speed, runner
 
     original: Callable[..., Any] = runner.timed  # type: ignore[attr-defined]
 
@@ -136,6 +143,7 @@ def observe_timed_loop(condition: str, observed: dict[str, Any]) -> None:
         core = current_core()
         result = original(*args, **kwargs)
         after = resource.getrusage(resource.RUSAGE_THREAD)
+        observed["dispatch_after_us"] = host_speed.dispatch_us(args[4])
         observed.update(
             thread_cpu_s=time.thread_time() - cpu,
             involuntary_switches=after.ru_nivcsw - usage.ru_nivcsw,
@@ -152,7 +160,7 @@ def observe_timed_loop(condition: str, observed: dict[str, Any]) -> None:
     runner.timed = timed  # type: ignore[attr-defined]
 
 
-def child(case: str, condition: str, process: int, device: str) -> None:
+def child(case: str, condition: str, process: int, device: str, runs: int) -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # as the suite's conftest.py sets it
     apply(condition)
     import torch
@@ -170,11 +178,13 @@ def child(case: str, condition: str, process: int, device: str) -> None:
     base = {"case": case, "condition": condition, "process": process, "probe_python_ms": python_probe_ms(300_000)}
     observed: dict[str, Any] = {}
     observe_timed_loop(condition, observed)
-    for run in (1, 2):
+    for run in range(1, runs + 1):
         measured = run_case(spec)
         during = measured.clocks.get("during") or {}
         row = {**base, **observed, "run": run, "median_ms": statistics.median(measured.samples_ms), "iters": iters}
         row["min_sm_mhz"] = during.get("min_sm_clock_mhz")
+        row["gpu_busy_share"] = during.get("gpu_busy_share")
+        row["dispatch_before_us"] = during.get("host_dispatch_us")
         row["thread_cpu_ms_per_iter"] = row.pop("thread_cpu_s", 0.0) * 1000 / iters
         print("ROW " + json.dumps(row), flush=True)
 
@@ -192,7 +202,7 @@ def parent(args: argparse.Namespace) -> int:
                 break
             case, condition = pairs[(round_number + offset) % len(pairs)]
             argv = [sys.executable, __file__, "--child", condition, "--case", case, "--device", args.device]
-            argv += ["--process", str(round_number)]
+            argv += ["--process", str(round_number), "--runs", str(args.runs)]
             if condition in ("no_aslr", "fixed_layout"):
                 argv = ["setarch", platform.machine(), "-R", *argv]
             seeded = {"PYTHONHASHSEED": "0"} if condition in ("hash_seed", "fixed_layout") else {}
@@ -210,13 +220,17 @@ def parent(args: argparse.Namespace) -> int:
 
 def table(frame: Any) -> Any:
     """Per case and condition: the spread of the first runs across processes, also read against the host's
-    speed; the gap between a process's two runs; what the main thread did; correlations with the time."""
+    speed; the gap between a process's two runs; what the main thread did; correlations with the time.
+    The dispatch columns read every run: its spread with and without the dispatch time divided out."""
     groups = ["case", "condition"]
-    frame = frame.assign(per_host=frame.median_ms / frame.host_probe_ms)
+    dispatch = (frame.dispatch_before_us + frame.dispatch_after_us) / 2
+    frame = frame.assign(
+        per_host=frame.median_ms / frame.host_probe_ms, dispatch_us=dispatch, per_dispatch=frame.median_ms / dispatch
+    )
     first = frame[frame.run == 1].set_index([*groups, "process"])
     second = frame[frame.run == 2].set_index([*groups, "process"])
     gap = ((second.median_ms - first.median_ms).abs() / first.median_ms).groupby(groups).median()
-    grouped = first.groupby(groups)
+    grouped, every = first.groupby(groups), frame.groupby(groups)
     return grouped.median_ms.agg(["count", "mean", "min", "max"]).assign(
         spread=grouped.median_ms.std() / grouped.median_ms.mean(),
         spread_per_host=grouped.per_host.std() / grouped.per_host.mean(),
@@ -225,7 +239,24 @@ def table(frame: Any) -> Any:
         switches=grouped.involuntary_switches.mean(),
         steal=grouped.steal_jiffies.sum(),
         r_host_probe=grouped.apply(lambda g: g.median_ms.corr(g.host_probe_ms)),
+        runs=every.median_ms.count(),
+        spread_every_run=every.median_ms.std() / every.median_ms.mean(),
+        dispatch_us=every.dispatch_us.mean(),
+        spread_per_dispatch=every.per_dispatch.std() / every.per_dispatch.mean(),
+        r_dispatch=every.apply(lambda g: g.median_ms.corr(g.dispatch_us)),
+        r_dispatch_before=every.apply(lambda g: g.median_ms.corr(g.dispatch_before_us)),
+        dispatch_slope=every.apply(_log_slope),
+        gpu_busy=every.gpu_busy_share.mean(),
         r_cpu_time=grouped.apply(lambda g: g.median_ms.corr(g.thread_cpu_ms_per_iter)),
+    )
+
+
+def _log_slope(group: Any) -> float:
+    """How far the time follows the host: the least-squares slope of log(median) on log(dispatch time)."""
+    import numpy as np
+
+    return (
+        float(np.polyfit(np.log(group.dispatch_us), np.log(group.median_ms), 1)[0]) if len(group) > 1 else float("nan")
     )
 
 
@@ -239,9 +270,10 @@ def main() -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--child", choices=CONDITIONS)
     parser.add_argument("--process", type=int, default=0)
+    parser.add_argument("--runs", type=int, default=2, help="runs per process (at least 2)")
     args = parser.parse_args()
     if args.child:
-        child(args.case[0], args.child, args.process, args.device)
+        child(args.case[0], args.child, args.process, args.device, args.runs)
         return 0
     return parent(args)
 
