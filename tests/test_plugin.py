@@ -519,6 +519,24 @@ def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suit
 
 
 @pytest.mark.slow
+def test_calibration_adds_every_judged_case_to_the_history_failed_ones_too(toy_suite) -> None:
+    toy_suite(sleep_ms=2.0, variant_sleep_ms=2.0).runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
+    slowed = toy_suite(sleep_ms=2.0, variant_sleep_ms=12.0)
+    history_only = slowed.runpytest(*BASE, "--perf-history", "--perf-confirmations=0")
+    history_only.assert_outcomes(passed=1, failed=1)
+    stored = json.loads(baseline_file(slowed).read_text())["cases"]
+    assert [len(stored[name].get("history_ms", [])) for name in ("toy/reference", "toy/variant")] == [1, 0]
+    calibrating = slowed.runpytest(*BASE, "--perf-calibrate", "--perf-confirmations=0")
+    calibrating.assert_outcomes(passed=1, failed=1)  # the verdicts stay the gate's
+    calibrating.stdout.fnmatch_lines(
+        ["note: history: 2 judged case(s), passed or failed (--perf-calibrate), added to */bl/cpu-*.json"]
+    )
+    stored = json.loads(baseline_file(slowed).read_text())["cases"]
+    assert [len(stored[name]["history_ms"]) for name in ("toy/reference", "toy/variant")] == [2, 1]
+    assert stored["toy/variant"]["history_ms"][0] > 2 * stored["toy/variant"]["summary"]["median"]
+
+
+@pytest.mark.slow
 def test_xdist_update_merges_every_workers_changes_into_one_table_and_the_terminal(toy_suite) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
     result = toy_suite().runpytest(*BASE, "-n", "2", "--update-baselines", "--perf-report=out")

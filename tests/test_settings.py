@@ -55,3 +55,15 @@ def test_a_marker_argument_the_plugin_would_ignore_is_an_error(args: tuple, kwar
     with pytest.raises(SettingError, match=re.escape(message)):
         marker_values(args, kwargs)
     assert marker_values((), {"iters": 3}) == {"iters": 3}
+
+
+def test_calibrating_against_baselines_it_would_replace_is_an_error(tmp_path: Path) -> None:
+    values = {name: resolve(spec) for name, spec in OPTIONS.items()}
+    values["calibrate"] = resolve(OPTIONS["calibrate"], cli=True)
+    values["update_baselines"] = resolve(OPTIONS["update_baselines"], environ={"TRAINPERF_UPDATE_BASELINES": "1"})
+    message = (
+        "--perf-calibrate (from command line --perf-calibrate) judges against the stored baselines; it cannot "
+        "run with --update-baselines (from environment TRAINPERF_UPDATE_BASELINES)"
+    )
+    with pytest.raises(SettingError, match=re.escape(message)):
+        build_settings(values, tmp_path)

@@ -200,6 +200,16 @@ OPTIONS: dict[str, OptionSpec] = {
             is_flag=True,
         ),
         OptionSpec(
+            "calibrate",
+            "--perf-calibrate",
+            "the code is the code the baselines were recorded from: judge as usual, then add the median of "
+            "every judged case, passed or failed, to its baseline's history, so that the gate learns the noise "
+            "of new runners and nights (--perf-history adds passing cases only); not with --update-baselines",
+            _boolean,
+            False,
+            is_flag=True,
+        ),
+        OptionSpec(
             "memory_snapshot",
             "--perf-memory-snapshot",
             "on CUDA, record one more iteration of each case with PyTorch's memory history: the snapshot "

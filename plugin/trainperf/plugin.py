@@ -65,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
             )
             for name, spec in OPTIONS.items()
         }
+        settings = build_settings(values, config.rootpath)
     except SettingError as error:
         raise pytest.UsageError(str(error)) from None
     child = config.getoption("trainperf_child")
@@ -72,7 +73,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if child is not None:
         torch_trace, measure = config.getoption("trainperf_child_torch"), config.getoption("trainperf_child_measure")
         child_run = ChildRun(Path(child), bool(torch_trace), measure)
-    settings = build_settings(values, config.rootpath)
     worker_setup.set_up(settings, config)
     twin_only = bool(config.getoption("trainperf_twin_only"))
     config.stash[SESSION_KEY] = LazySession(settings, child_run, config, twin_only)

@@ -44,7 +44,8 @@ def publish(perf: PerfSession) -> bool:
         perf.note(f"baselines not written: {error.filename or perf.baseline_file}: {error.strerror or error}")
         return False
     if added:
-        perf.note(f"history: {len(added)} passing case(s) added to {perf.baseline_file}")
+        kind = "judged case(s), passed or failed (--perf-calibrate)," if perf.settings.calibrate else "passing case(s)"
+        perf.note(f"history: {len(added)} {kind} added to {perf.baseline_file}")
     if perf.changes and report is not None and workers.worker_id(os.environ) is None:  # else: the controller
         path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, report)
         perf.note(f"baseline changes written to {path}")

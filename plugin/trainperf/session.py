@@ -95,7 +95,7 @@ class PerfSession:
     notes: list[str] = field(default_factory=list)
     changes: list[baselines.Change] = field(default_factory=list)
     baseline_error: baselines.BaselineError | OSError | None = None  # the write that failed, if one did
-    accepted: dict[str, float] = field(default_factory=dict)  # --perf-history: medians of passing cases
+    accepted: dict[str, float] = field(default_factory=dict)  # medians --perf-history/--perf-calibrate add
     unfinished: list[dict[str, str]] = field(default_factory=list)  # cases that started and did not finish
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
@@ -149,7 +149,7 @@ class PerfSession:
         if self.settings.update_baselines and not any(c.passed is False for c in result.checks if c.name == "accuracy"):
             self.pending[result.key] = baseline_entry(result, self.fingerprint)
             self._write_baseline(result.key)
-        if self.settings.history and _accepted(result):
+        if self.keeps_history and _accepted(result, self.settings.calibrate):
             self.accepted[result.key] = result.summary.median
         return self.entries[-1]
 
@@ -175,15 +175,23 @@ class PerfSession:
         if self.baseline_error is not None:
             raise self.baseline_error
 
+    @property
+    def keeps_history(self) -> bool:
+        return self.settings.history or self.settings.calibrate
+
     def write_history(self) -> list[str]:
-        """Under --perf-history: the accepted cases' medians added to their baselines' history."""
-        if not (self.settings.history and self.accepted and not self.settings.update_baselines):
+        """Under --perf-history (--perf-calibrate): the accepted (judged) cases' medians added to their
+        baselines' history."""
+        if not (self.keeps_history and self.accepted and not self.settings.update_baselines):
             return []
         return baselines.add_history(self.baseline_file, self.fingerprint.slug, self.accepted)
 
 
-def _accepted(result: CaseResult) -> bool:
-    """A case that passed, its time judged against a stored baseline (not throttled, not failed)."""
+def _accepted(result: CaseResult, calibrate: bool) -> bool:
+    """A case that passed, its time judged against a stored baseline (not throttled, not failed); when
+    calibrating, any case whose time was judged, passed or failed."""
+    if calibrate:
+        return any(check.name == "baseline" and check.passed is not None for check in result.checks)
     judged = any(check.name == "baseline" and check.passed is True for check in result.checks)
     return judged and result.verdict == "pass"
 

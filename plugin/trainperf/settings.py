@@ -71,6 +71,7 @@ class Settings:
     runs: int | None = None
     confirmations: int = 10
     history: bool = False
+    calibrate: bool = False
     memory_snapshot: bool = False
     timeout: float | None = None  # seconds per in-process run of a case; None: time_limit.default_limit_s
 
@@ -84,6 +85,11 @@ class Settings:
 
 def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
     """Settings from resolved values; relative paths are taken from the rootdir."""
+    if values["calibrate"].value and values["update_baselines"].value:
+        raise SettingError(
+            f"--perf-calibrate (from {values['calibrate'].source}) judges against the stored baselines; "
+            f"it cannot run with --update-baselines (from {values['update_baselines'].source}), which replaces them"
+        )
     baseline_dir = Path(values["baseline_dir"].value)
     report = values["report"].value
     return Settings(
@@ -101,6 +107,7 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         runs=values["runs"].value,
         confirmations=values["confirmations"].value,
         history=values["history"].value,
+        calibrate=values["calibrate"].value,
         memory_snapshot=values["memory_snapshot"].value,
         timeout=values["timeout"].value,
         sources={name: resolved.source for name, resolved in values.items()},
