@@ -99,10 +99,15 @@ class Vision:
     and the accuracy measured through them swung between runs of the same code (docs/evidence/
     h200-suite-strict-runs.md): the evaluation first recomputes them for the final weights
     (``recalibrate_batch_norm``). Every case must also at least double the untrained model's accuracy.
+
+    The tolerance is the training's measured spread, not a choice: a case may fall short of the reference
+    of its run by as much as two runs of the same code differ one time in a thousand (3.09 standard
+    deviations of a difference of two runs, from the seeds of ``studies/batch_norm_spread.py --full``;
+    docs/evidence/h200-suite-strict-runs.md).
     """
 
     name = "resnet"
-    metric = Metric("accuracy", higher_is_better=True, default_tolerance=0.25, min_gain=1.0)
+    metric = Metric("accuracy", higher_is_better=True, default_tolerance=0.38, min_gain=1.0)
 
     def iterations(self, size: str) -> tuple[int, int]:
         config = CONFIGS[size]
