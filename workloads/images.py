@@ -82,16 +82,22 @@ def normalize(images: torch.Tensor) -> torch.Tensor:
     return (images.float() / 255.0 - mean) / std
 
 
-def random_resized_crop(image: Image.Image, side: int, rng: random.Random) -> Image.Image:
-    """A box of 35-100% of the area with aspect 3/4 to 4/3, resized to ``side``, flipped half the time."""
-    width, height = image.size
+def crop_box(width: int, height: int, rng: random.Random) -> tuple[int, int, int, int, bool]:
+    """(left, top, width, height, flip): a box of 35-100% of the area with aspect 3/4 to 4/3, flipped
+    half the time; drawn alike for the CPU's augmentation and the GPU's (``workloads/gpu_decode.py``)."""
     area = width * height * rng.uniform(0.35, 1.0)
     aspect = rng.uniform(3 / 4, 4 / 3)
     w = min(width, round((area * aspect) ** 0.5))
     h = min(height, round((area / aspect) ** 0.5))
     left, top = rng.randrange(width - w + 1), rng.randrange(height - h + 1)
+    return left, top, w, h, rng.random() < 0.5
+
+
+def random_resized_crop(image: Image.Image, side: int, rng: random.Random) -> Image.Image:
+    """The ``crop_box`` of the image resized to ``side``, flipped where drawn."""
+    left, top, w, h, flip = crop_box(*image.size, rng)
     out = image.resize((side, side), Image.Resampling.BILINEAR, (left, top, left + w, top + h))
-    return out.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if rng.random() < 0.5 else out
+    return out.transpose(Image.Transpose.FLIP_LEFT_RIGHT) if flip else out
 
 
 class JpegImages(Dataset[tuple[torch.Tensor, torch.Tensor]]):
@@ -108,6 +114,32 @@ class JpegImages(Dataset[tuple[torch.Tensor, torch.Tensor]]):
         index = k % len(self.jpegs)
         image = to_uint8_tensor(random_resized_crop(decode(self.jpegs[index]), self.side, random.Random(k)))
         return (image if self.uint8 else normalize(image)), self.labels[index]
+
+
+class JpegBytes(Dataset[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]):
+    """Item k: JPEG ``k % n`` undecoded (a uint8 tensor of its bytes), the ``crop_box`` that the CPU
+    path would draw for it, and its label: the decoding and augmenting is left to the batch's consumer
+    (``workloads/gpu_decode.py``). Every JPEG is ``stored_side`` pixels square."""
+
+    def __init__(self, jpegs: list[bytes], labels: list[int], stored_side: int) -> None:
+        self.jpegs, self.labels, self.stored_side = jpegs, torch.tensor(labels), stored_side
+
+    def __len__(self) -> int:
+        return len(self.jpegs)
+
+    def __getitem__(self, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        index = k % len(self.jpegs)
+        box = crop_box(self.stored_side, self.stored_side, random.Random(k))
+        jpeg = torch.frombuffer(bytearray(self.jpegs[index]), dtype=torch.uint8)
+        return jpeg, torch.tensor(box, dtype=torch.float32), self.labels[index]
+
+
+def collate_jpegs(
+    items: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+    """A batch of ``JpegBytes`` items: the JPEGs as a list (their lengths differ), boxes and labels stacked."""
+    jpegs, boxes, labels = zip(*items, strict=True)
+    return list(jpegs), torch.stack(boxes), torch.stack(labels)
 
 
 def held_out_tensor(jpegs: list[bytes], side: int) -> torch.Tensor:

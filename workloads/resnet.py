@@ -1,12 +1,15 @@
 """A ResNet-50-style image classifier (bottleneck blocks, batch norm) on the JPEG corpus of
 ``workloads/images.py``: the vision workload whose data path (decode and augment on the CPU) matters.
 
-Options: ``batch_scale`` (batch size multiple) and ``uint8_transfer`` (the loader hands uint8 images to
-the GPU, which converts and normalizes them: a quarter of the bytes to copy and no float work on the CPU).
+Options: ``batch_scale`` (batch size multiple), ``uint8_transfer`` (the loader hands uint8 images to
+the GPU, which converts and normalizes them: a quarter of the bytes to copy and no float work on the CPU)
+and ``gpu_decode`` (the loader hands over the JPEG bytes, which the device decodes and augments:
+``workloads/gpu_decode.py``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -16,9 +19,10 @@ from trainperf.case import Optimization
 from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
 from workloads import images
+from workloads.gpu_decode import DecodedBatches
 from workloads.sampling import endless_loader
 
-OPTIONS = {"batch_scale": 1, "uint8_transfer": False}
+OPTIONS = {"batch_scale": 1, "uint8_transfer": False, "gpu_decode": False}
 CALIBRATION_IMAGES = 256  # training images whose batch-norm statistics the evaluation uses
 
 
@@ -116,11 +120,17 @@ class Vision:
     def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
         config = CONFIGS[size]
         options = merge_options(OPTIONS, optimization.options, optimization.name)
-        uint8 = bool(options["uint8_transfer"])
+        gpu_decode = bool(options["gpu_decode"])
+        uint8 = bool(options["uint8_transfer"]) and not gpu_decode  # decoded batches come normalized
         train, train_labels, test, test_labels = images.split(config.corpus, config.stored_side)
         batch_size = config.batch_size * int(options["batch_scale"])
-        dataset = images.JpegImages(train, train_labels, config.side, uint8=uint8)
-        loader = endless_loader(dataset, batch_size, optimization, device)
+        if gpu_decode:
+            jpegs = images.JpegBytes(train, train_labels, config.stored_side)
+            undecoded = endless_loader(jpegs, batch_size, optimization, device, collate_fn=images.collate_jpegs)
+            loader: Iterable[Batch] = DecodedBatches(undecoded, device, config.side, optimization.channels_last)
+        else:
+            dataset = images.JpegImages(train, train_labels, config.side, uint8=uint8)
+            loader = endless_loader(dataset, batch_size, optimization, device)
         model = ResNet(config.blocks, config.width, images.CLASSES).to(device)
         held_out = images.held_out_tensor(test, config.side).to(device)
         if optimization.channels_last:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -28,13 +28,19 @@ class EndlessShuffle(Sampler[int]):
 
 
 def endless_loader(
-    dataset: Dataset[Any], batch_size: int, optimization: Optimization, device: torch.device
+    dataset: Dataset[Any],
+    batch_size: int,
+    optimization: Optimization,
+    device: torch.device,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
 ) -> DataLoader[Any]:
-    """A DataLoader over an endless shuffle of ``dataset`` with the case's data-path knobs."""
+    """A DataLoader over an endless shuffle of ``dataset`` with the case's data-path knobs (and a
+    collate function of the workload's where its items do not stack)."""
     return DataLoader(
         dataset,
         batch_size=batch_size,
         sampler=EndlessShuffle(len(dataset)),  # type: ignore[arg-type]
         drop_last=True,
+        collate_fn=collate_fn,
         **loader_settings(optimization, device),  # type: ignore[arg-type]
     )

@@ -1,0 +1,74 @@
+"""JPEG batches decoded and augmented where the model trains: the DataLoader hands over undecoded bytes
+and crop boxes (``images.JpegBytes``); on CUDA nvJPEG decodes the whole batch in one call
+(``torchvision.io.decode_jpeg(list, device="cuda")``), and one ``grid_sample`` crops, resizes and flips
+every image as the CPU path's ``random_resized_crop`` would, before the images are normalized.
+
+What moves off the host: decoding and resizing, the work that kept the CPU pipeline I/O-bound. On a
+machine without CUDA torchvision decodes on the CPU, so the path runs the same at the tiny size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+import torch
+import torch.nn.functional as F
+
+from workloads import images
+
+Decoder = Callable[[list[torch.Tensor], torch.device], torch.Tensor]
+REQUIREMENT = "torchvision"
+
+
+def decode_jpegs(jpegs: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """Equal-sized JPEGs (uint8 byte tensors on the host) as one (N, 3, H, W) uint8 batch on ``device``."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    return torch.stack(decode_jpeg(jpegs, mode=ImageReadMode.RGB, device=device))
+
+
+def crop_resize_flip(pixels: torch.Tensor, boxes: torch.Tensor, side: int) -> torch.Tensor:
+    """Each image's box (left, top, width, height, flip; in pixels) resized bilinearly to ``side``
+    square and mirrored where ``flip`` is 1: one batched affine sampling, float out."""
+    height, width = pixels.shape[-2:]
+    left, top, w, h, flip = boxes.to(pixels.device, torch.float32).unbind(1)
+    zero = torch.zeros_like(left)
+    x_scale = w / width * (1 - 2 * flip)  # a mirrored box samples its columns right to left
+    theta = torch.stack(
+        [
+            torch.stack([x_scale, zero, (2 * left + w) / width - 1], 1),
+            torch.stack([zero, h / height, (2 * top + h) / height - 1], 1),
+        ],
+        1,
+    )
+    grid = F.affine_grid(theta, [len(pixels), pixels.shape[1], side, side], align_corners=False)
+    return F.grid_sample(pixels.float(), grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+
+class DecodedBatches:
+    """Batches of ``images.collate_jpegs`` as (normalized float images, labels) on ``device``; channels
+    last when the case asks for it."""
+
+    def __init__(
+        self,
+        batches: Iterable[tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]],
+        device: torch.device,
+        side: int,
+        channels_last: bool,
+        decode: Decoder = decode_jpegs,
+    ) -> None:
+        self.batches, self.device, self.side, self.channels_last, self.decode = (
+            batches,
+            device,
+            side,
+            channels_last,
+            decode,
+        )
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for jpegs, boxes, labels in self.batches:
+            decoded = self.decode(jpegs, self.device)
+            pixels = images.normalize(crop_resize_flip(decoded, boxes.to(self.device, non_blocking=True), self.side))
+            if self.channels_last:
+                pixels = pixels.contiguous(memory_format=torch.channels_last)
+            yield pixels, labels.to(self.device, non_blocking=True)
