@@ -57,13 +57,8 @@ class DecodedBatches:
         channels_last: bool,
         decode: Decoder = decode_jpegs,
     ) -> None:
-        self.batches, self.device, self.side, self.channels_last, self.decode = (
-            batches,
-            device,
-            side,
-            channels_last,
-            decode,
-        )
+        self.batches, self.device, self.decode = batches, device, decode
+        self.side, self.channels_last = side, channels_last
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for jpegs, boxes, labels in self.batches:

@@ -177,6 +177,7 @@ class PerfSession:
 
     @property
     def keeps_history(self) -> bool:
+        """Whether judged medians go to the history at the end (--perf-history or --perf-calibrate)."""
         return self.settings.history or self.settings.calibrate
 
     def write_history(self) -> list[str]:
