@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 from trainperf import gate
@@ -163,13 +164,25 @@ def test_runs_that_agree_more_than_their_iterations_are_judged_at_the_iterations
 def test_a_failed_time_names_how_fast_this_host_issued_ops_against_the_recording_host() -> None:
     baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
     failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
-    during = {"host_dispatch_us": 5.8, "gpu_busy_share": 0.62}
-    message = gate.with_host(failed, during, baseline.host_dispatch_us).message
+    during = {"host_dispatch_us": 5.8, "gpu_busy_share": 0.95}
+    message = gate.with_host(failed, during, baseline).message
     assert message.startswith(failed.message)
     assert message.endswith(
-        "this host issued an op in 5.80 µs, 4.00 µs where recorded (+45%); the GPU was busy 62% of the time"
+        "this host issued an op in 5.80 µs, 4.00 µs where recorded (+45%); the GPU was busy 95% of the time"
     )
-    assert gate.with_host(failed, during, None).message.endswith("5.80 µs; the GPU was busy 62% of the time")
+    unrecorded = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
+    assert gate.with_host(failed, during, unrecorded).message.endswith("5.80 µs; the GPU was busy 95% of the time")
     passed = gate.baseline_check("w/a", [10.0] * 20, baseline, strict=True)
-    assert gate.with_host(passed, during, 4.0) == passed  # only a failure needs the explanation
-    assert gate.with_host(failed, {}, 4.0) == failed  # a run that did not measure its host
+    assert gate.with_host(passed, during, baseline) == passed  # only a failure needs the explanation
+    assert gate.with_host(failed, {}, baseline) == failed  # a run that did not measure its host
+
+
+def test_a_failed_case_that_waits_for_the_host_is_told_to_calibrate_until_it_has_a_history() -> None:
+    one_session = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
+    failed = gate.baseline_check("w/a", [13.0] * 20, one_session, strict=True)
+    waiting = {"host_dispatch_us": 5.8, "gpu_busy_share": 0.62}
+    hint = "with --perf-calibrate"
+    assert gate.with_host(failed, waiting, one_session).message.endswith(hint)
+    calibrated = dataclasses.replace(one_session, history_ms=[10.4, 12.9])
+    assert hint not in gate.with_host(failed, waiting, calibrated).message
+    assert hint not in gate.with_host(failed, {**waiting, "gpu_busy_share": 0.97}, one_session).message

@@ -24,6 +24,9 @@ DEFAULT_FLOOR = 0.03
 FALLBACK_THRESHOLD = 0.10
 DEFAULT_ALPHA = 0.01
 UNRELIABLE = "unreliable"
+# GPU busy share below which a case waits for the host: GPU-bound cases kept 93-99% on fresh H200 leases,
+# launch-bound ones 30-89% (docs/evidence/h200-calibration.md); it only words a failure's hint
+HOST_BOUND_BUSY = 0.9
 # NVML clock event reasons that slow every kernel: a time measured under them says little about the code
 UNRELIABLE_THROTTLES = ("hardware slowdown", "software thermal slowdown", "hardware thermal slowdown",
                         "hardware power brake")  # fmt: skip
@@ -145,18 +148,26 @@ def baseline_check(
     return Check("baseline", True, f"{case}: {figures}; {allowance}")
 
 
-def with_host(check: Check, during: Mapping[str, Any], recorded_us: float | None) -> Check:
+def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) -> Check:
     """A failed time check with the host's figures added: a host that issues ops slower slows
-    launch-bound cases (the GPU waits, its busy share below 100%) with the same code."""
+    launch-bound cases (the GPU waits, its busy share below 100%) with the same code. Where such a
+    case's noise comes from one recording session alone, the message says how to measure it wider."""
     now_us = during.get("host_dispatch_us")
     if check.passed is not False or now_us is None:
         return check
     text = f"this host issued an op in {now_us:.2f} µs"
+    recorded_us = None if stored is None else stored.host_dispatch_us
     if recorded_us:
         text += f", {recorded_us:.2f} µs where recorded ({now_us / recorded_us - 1:+.0%})"
     busy = during.get("gpu_busy_share")
     if busy is not None:
         text += f"; the GPU was busy {busy:.0%} of the time"
+        if busy < HOST_BOUND_BUSY and stored is not None and not stored.history_ms:
+            text += (
+                "; this case waits for the host, whose speed differs between machines and nights more than "
+                "within the one session its noise was measured in: run the recorded code on a few of them "
+                "with --perf-calibrate"
+            )
     return dataclasses.replace(check, message=f"{check.message}; {text}")
 
 

@@ -52,7 +52,7 @@ def judge(
                 floor=slowdown_floor(optimization),
             ),
             measurement.clocks.get("during") or {},
-            None if stored is None else stored.host_dispatch_us,
+            stored,
         ),
     ]
     if not is_reference:
