@@ -49,6 +49,8 @@ def test_decoded_batches_match_the_cpu_pipelines_augmentation_of_the_same_sample
     assert pixels.is_contiguous(memory_format=torch.channels_last)
     expected = torch.stack([on_host[k][0] for k in (3, 50, 61, 7)])
     assert torch.equal(batch_labels, torch.stack([on_host[k][1] for k in (3, 50, 61, 7)]))
+    packed, lengths = undecoded[:2]
+    assert packed.dtype == torch.uint8 and packed.dim() == 1 and int(lengths.sum()) == len(packed)
     # the same boxes and flips; only the resampling differs (PIL's filter widens when it shrinks)
     for got, want in zip(pixels, expected, strict=True):
         assert torch.corrcoef(torch.stack([got.flatten(), want.flatten()]))[0, 1] > 0.99

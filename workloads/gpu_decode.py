@@ -51,7 +51,7 @@ class DecodedBatches:
 
     def __init__(
         self,
-        batches: Iterable[tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]],
+        batches: Iterable[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]],
         device: torch.device,
         side: int,
         channels_last: bool,
@@ -61,8 +61,8 @@ class DecodedBatches:
         self.side, self.channels_last = side, channels_last
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for jpegs, boxes, labels in self.batches:
-            decoded = self.decode(jpegs, self.device)
+        for packed, lengths, boxes, labels in self.batches:
+            decoded = self.decode(list(packed.split(lengths.tolist())), self.device)
             pixels = images.normalize(crop_resize_flip(decoded, boxes.to(self.device, non_blocking=True), self.side))
             if self.channels_last:
                 pixels = pixels.contiguous(memory_format=torch.channels_last)

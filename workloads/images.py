@@ -136,10 +136,12 @@ class JpegBytes(Dataset[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]):
 
 def collate_jpegs(
     items: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
-) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
-    """A batch of ``JpegBytes`` items: the JPEGs as a list (their lengths differ), boxes and labels stacked."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A batch of ``JpegBytes`` items as four tensors: every JPEG's bytes end to end, their lengths,
+    the boxes and the labels. One buffer crosses from a worker, not one per image."""
     jpegs, boxes, labels = zip(*items, strict=True)
-    return list(jpegs), torch.stack(boxes), torch.stack(labels)
+    lengths = torch.tensor([len(jpeg) for jpeg in jpegs])
+    return torch.cat(jpegs), lengths, torch.stack(boxes), torch.stack(labels)
 
 
 def held_out_tensor(jpegs: list[bytes], side: int) -> torch.Tensor:
