@@ -31,7 +31,7 @@ def crop_resize_flip(pixels: torch.Tensor, boxes: torch.Tensor, side: int) -> to
     """Each image's box (left, top, width, height, flip; in pixels) resized bilinearly to ``side``
     square and mirrored where ``flip`` is 1: one batched affine sampling, float out."""
     height, width = pixels.shape[-2:]
-    left, top, w, h, flip = boxes.to(pixels.device, torch.float32).unbind(1)
+    left, top, w, h, flip = boxes.to(pixels.device, torch.float32, non_blocking=True).unbind(1)
     zero = torch.zeros_like(left)
     x_scale = w / width * (1 - 2 * flip)  # a mirrored box samples its columns right to left
     theta = torch.stack(
@@ -63,7 +63,7 @@ class DecodedBatches:
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for packed, lengths, boxes, labels in self.batches:
             decoded = self.decode(list(packed.split(lengths.tolist())), self.device)
-            pixels = images.normalize(crop_resize_flip(decoded, boxes.to(self.device, non_blocking=True), self.side))
+            pixels = images.normalize(crop_resize_flip(decoded, boxes, self.side))
             if self.channels_last:
                 pixels = pixels.contiguous(memory_format=torch.channels_last)
             yield pixels, labels.to(self.device, non_blocking=True)
