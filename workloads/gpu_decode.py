@@ -59,11 +59,28 @@ class DecodedBatches:
     ) -> None:
         self.batches, self.device, self.decode = batches, device, decode
         self.side, self.channels_last = side, channels_last
+        self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for packed, lengths, boxes, labels in self.batches:
-            decoded = self.decode(list(packed.split(lengths.tolist())), self.device)
+            decoded = self._decoded(list(packed.split(lengths.tolist())))
             pixels = images.normalize(crop_resize_flip(decoded, boxes, self.side))
             if self.channels_last:
                 pixels = pixels.contiguous(memory_format=torch.channels_last)
             yield pixels, labels.to(self.device, non_blocking=True)
+
+    def _decoded(self, jpegs: list[torch.Tensor]) -> torch.Tensor:
+        """Decodes on a stream of its own. nvJPEG writes its outputs on a private stream without waiting
+        for the stream they were allocated on (pytorch/vision#9606): allocated on the compute stream, they
+        could overwrite memory that queued kernels still read (training diverged on the H200). Nothing is
+        queued on this stream when the decoder allocates, and the compute stream's use of the batch keeps
+        its memory from the next decode (``record_stream``)."""
+        if self.stream is None:
+            return self.decode(jpegs, self.device)
+        compute = torch.cuda.current_stream(self.device)
+        with torch.cuda.stream(self.stream):
+            self.stream.synchronize()  # the previous batch's stacking is done before its blocks are reused
+            decoded = self.decode(jpegs, self.device)
+        compute.wait_stream(self.stream)
+        decoded.record_stream(compute)
+        return decoded
