@@ -16,7 +16,7 @@ from typing import Any
 from trainperf import stats
 
 # The smallest slowdown the gate judges, whatever the measured noise: above the run-to-run spread of
-# GPU-bound cases and below the 5% a gate must catch (docs/evidence/trust.md). A case may declare a
+# GPU-bound cases and below the 5% a gate must catch (docs/evidence/h100-trust.md). A case may declare a
 # larger floor, with its reason, up to case.MAX_SLOWDOWN_FLOOR.
 DEFAULT_FLOOR = 0.03
 # A baseline of fewer than stats.MIN_RUNS runs has no measured noise: it judges only slowdowns this large,

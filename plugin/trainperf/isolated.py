@@ -2,7 +2,7 @@
 
 Runs of one case in one process share that process's state (its memory layout, its threads, what ran
 before): on an H100, three runs of a launch-bound case in one process agreed within 0.4% while fresh
-processes moved by 8-40% (docs/evidence/trust.md). A child process re-runs the test node in measuring
+processes moved by 8-40% (docs/evidence/h100-trust.md). A child process re-runs the test node in measuring
 mode (``python -m pytest <nodeid>``, no shell), with the parent's iterations, and writes the
 measurement as JSON.
 """
