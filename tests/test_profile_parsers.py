@@ -54,6 +54,15 @@ def test_compiled_gpt2_stack_is_gpu_bound_and_led_by_gemms() -> None:
     assert verdict.verdict == "GPU-bound" and verdict.gpu_busy > 0.9
 
 
+def test_a_wait_for_data_while_the_gpu_is_busy_is_not_blamed_on_the_loader() -> None:
+    """A batch decoded on the device keeps the host waiting while the GPU works: GPU-bound, wait named."""
+    capture = launches.read_torch_trace(DATA / "gpt2_stack.trace.json.gz")
+    marked = launches.iteration_launches(capture)
+    verdict = launches.bottleneck(capture, marked, data_wait=0.8)
+    assert verdict.verdict == "GPU-bound"
+    assert "waited for data 80%" in verdict.reason and "loader" not in verdict.reason
+
+
 def test_many_short_kernels_with_gaps_are_launch_bound_and_data_waits_are_io_bound() -> None:
     capture = launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
     marked = launches.iteration_launches(capture)

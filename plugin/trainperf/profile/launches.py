@@ -262,22 +262,28 @@ class Bottleneck:
 def bottleneck(
     capture: Capture, launches: pd.DataFrame, data_wait: float | None = None, timed_ms: float | None = None
 ) -> Bottleneck:
-    """GPU-busy share of the iteration; a large data wait is I/O-bound, a GPU idle between many short
-    kernels is CPU/launch-bound, else GPU-bound. The share is the marked iteration's kernel time over the
-    timed run's median iteration when known (``timed_ms``): the marked iteration ends in a synchronize
-    and carries the profiler's own host work, which stretch an iteration of a few short launches that
-    the timed loop queues back to back; else over the marked iteration."""
+    """GPU-busy share of the iteration; a large data wait while the GPU idles is I/O-bound, a GPU idle
+    between many short kernels is CPU/launch-bound, else GPU-bound: a wait for data that overlapped a
+    busy GPU (a batch decoded on the device waits for it) is named, not blamed on the loader. The share
+    is the marked iteration's kernel time over the timed run's median iteration when known
+    (``timed_ms``): the marked iteration ends in a synchronize and carries the profiler's own host work,
+    which stretch an iteration of a few short launches that the timed loop queues back to back; else
+    over the marked iteration."""
     begin, end = capture.iteration
     busy = _union_ns(launches["start"].clip(begin, end), launches["end"].clip(begin, end))
     span = timed_ms * 1e6 if timed_ms else end - begin
     share = min(1.0, busy / span) if span > 0 else 0.0
     median_us = float(launches["duration"].median() / 1e3) if len(launches) else 0.0
     busy_text = f"GPU busy {share:.0%} of the {'timed ' if timed_ms else ''}iteration"
-    if data_wait is not None and data_wait > 0.25:
+    waited = data_wait is not None and data_wait > 0.25
+    if waited and share < 0.7:
         verdict, reason = "I/O-bound", f"the host waited for data {data_wait:.0%} of the iteration: more loader workers"
     elif share < 0.7:
         verdict = "CPU/launch-bound"
         reason = f"{busy_text}, median kernel {median_us:.1f} us: fewer, larger kernels (compile, CUDA graphs)"
+    elif waited:
+        verdict = "GPU-bound"
+        reason = f"{busy_text}, while the host waited for data {data_wait:.0%} of it: the wait overlapped GPU work"
     else:
         verdict, reason = "GPU-bound", f"{busy_text}: speed up the top kernels"
     return Bottleneck(share, len(launches), median_us, data_wait, verdict, reason)
