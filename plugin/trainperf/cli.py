@@ -1,9 +1,10 @@
-"""``trainperf``: reports from run documents, without re-running anything.
+"""``trainperf``: reports from run documents, without re-running anything; their medians into the history.
 
 trainperf report RUN.json [RUN.json ...] -o DIR   write DIR/report.html and DIR/report.md
 trainperf compare A.json B.json                  per-case differences from A to B
 trainperf export RUN.json --format F -o DIR      the figures for github-action-benchmark or Bencher
 trainperf summary RUN.json                       a GitHub Actions job summary (Markdown) on stdout
+trainperf calibrate RUN.json [RUN.json ...]      add the runs' judged medians to the baselines' history
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from trainperf import baselines
+from trainperf.baselines import BaselineError
 from trainperf.report import exports
-from trainperf.report.document import RunDocument, RunDocumentError, cases_frame, load, merged_cases
+from trainperf.report.document import RunDocument, RunDocumentError, cases_frame, judged_medians, load, merged_cases
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -29,7 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="trainperf", description="Reports from trainperf run documents.")
+    parser = argparse.ArgumentParser(
+        prog="trainperf",
+        description="Reports from trainperf run documents, and their medians into the baselines' history.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="write report.html and report.md from run documents")
     report.add_argument("runs", nargs="+", type=Path, help="run.json files (a case in several: the last wins)")
@@ -43,6 +49,15 @@ def _run(argv: Sequence[str] | None) -> int:
     export.add_argument("-o", "--output", type=Path, required=True, help="folder for the files")
     summary = commands.add_parser("summary", help="print a run as a GitHub Actions job summary (Markdown)")
     summary.add_argument("run", type=Path)
+    calibrate = commands.add_parser(
+        "calibrate", help="add the judged medians of runs of the recorded code to the baselines' history, as "
+        "--perf-calibrate would have (add each run once)",
+    )  # fmt: skip
+    calibrate.add_argument("runs", nargs="+", type=Path, help="run.json files")
+    calibrate.add_argument(
+        "--baseline-dir", type=Path, default=Path(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines")),
+        help="folder of the per-device baseline files (default: $TRAINPERF_BASELINE_DIR or baselines)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         if args.command == "summary":
@@ -58,8 +73,10 @@ def _run(argv: Sequence[str] | None) -> int:
             return 0
         if args.command == "report":
             return _report([load(path) for path in args.runs], args.output)
+        if args.command == "calibrate":
+            return _calibrate([load(path) for path in args.runs], args.baseline_dir)
         return _compare(_with_cases(load(args.before)), _with_cases(load(args.after)))
-    except RunDocumentError as error:
+    except (RunDocumentError, BaselineError) as error:
         print(f"trainperf: {error}", file=sys.stderr)
         return 2
 
@@ -100,6 +117,23 @@ def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
             "B verdict": both["verdict B"].fillna("(absent)"),
         }
     )
+
+
+def _calibrate(documents: list[RunDocument], directory: Path) -> int:
+    """Each run's judged medians into the history of its device's baseline file."""
+    for document in documents:
+        slug = document.machine.get("slug")
+        if not slug:
+            raise RunDocumentError(f"{document.path}: no device in its machine_info: not a trainperf run document")
+        path = baselines.baseline_path(directory, slug)
+        if not path.exists():
+            raise BaselineError(f"{path}: no baseline file for {slug}; record one with --update-baselines")
+        medians = judged_medians(document)
+        added = baselines.add_history(path, slug, medians)
+        if not added:
+            raise RunDocumentError(f"{document.path}: no case's time was judged against a baseline in {path}")
+        print(f"trainperf: {len(added)} judged case(s) of {document.path} added to the history in {path}")
+    return 0
 
 
 def _compare(before: RunDocument, after: RunDocument) -> int:

@@ -225,6 +225,17 @@ def _metric(metric: Any) -> bool:
     return isinstance(metric, dict) and isinstance(metric.get("name"), str) and _number(metric.get("value"))
 
 
+def judged_medians(document: RunDocument) -> dict[str, float]:
+    """Median ms of each case whose time was judged against a stored baseline, passed or failed: what
+    ``--perf-calibrate`` adds to the history at the end of a run."""
+    return {case["name"]: float(case["extra_info"]["summary_ms"]["median"]) for case in document.cases if _judged(case)}
+
+
+def _judged(case: Mapping[str, Any]) -> bool:
+    checks = case["extra_info"].get("checks") or []
+    return any(isinstance(c, dict) and c.get("name") == "baseline" and c.get("passed") is not None for c in checks)
+
+
 def merged_cases(documents: list[RunDocument]) -> list[dict[str, Any]]:
     """Every case of the documents in order of first appearance, each its latest measurement, with the
     document it came from under ``source``."""

@@ -1,0 +1,78 @@
+"""``trainperf calibrate``: a finished run of the recorded code teaches the baselines its noise afterwards,
+as ``--perf-calibrate`` would have during the run (judged cases, passed or failed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from trainperf import baselines, cli
+
+ROOT = Path(__file__).parent.parent
+RUN = Path(__file__).parent / "data" / "h100_digits_ncu.run.json"  # digits --profile=ncu on the H100
+SLUG = "nvidia-h100-80gb-hbm3"
+
+
+@pytest.fixture
+def baseline_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    shutil.copy(ROOT / "baselines" / f"{SLUG}.json", folder)
+    return folder
+
+
+def run_medians(path: Path) -> dict[str, float]:
+    cases = json.loads(path.read_text())["benchmarks"]
+    return {case["name"]: case["extra_info"]["summary_ms"]["median"] for case in cases}
+
+
+def test_each_judged_case_of_the_run_ends_its_history_with_the_runs_median(
+    baseline_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
+    assert cli.main(["calibrate", str(RUN), "--baseline-dir", str(baseline_dir)]) == 0
+    after = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
+    medians = run_medians(RUN)
+    for name, median in medians.items():
+        assert baselines.history(after[name]) == [*baselines.history(before[name]), median]
+    for name in set(before) - set(medians):
+        assert after[name] == before[name]
+    assert f"{len(medians)} judged case(s)" in capsys.readouterr().out
+
+
+def test_a_failed_case_joins_the_history_and_a_case_with_no_baseline_check_does_not(
+    baseline_dir: Path, tmp_path: Path
+) -> None:
+    document = json.loads(RUN.read_text())
+    failed, unjudged = document["benchmarks"][1], document["benchmarks"][2]
+    for check in failed["extra_info"]["checks"]:
+        if check["name"] == "baseline":
+            check["passed"] = False
+    unjudged["extra_info"]["checks"] = [c for c in unjudged["extra_info"]["checks"] if c["name"] != "baseline"]
+    edited = tmp_path / "run.json"
+    edited.write_text(json.dumps(document))
+    assert cli.main(["calibrate", str(edited), "--baseline-dir", str(baseline_dir)]) == 0
+    after = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
+    assert baselines.history(after[failed["name"]])[-1:] == [failed["extra_info"]["summary_ms"]["median"]]
+    assert baselines.history(after[unjudged["name"]]) == []
+
+
+def test_no_baseline_file_or_nothing_judged_is_one_line_and_writes_nothing(
+    tmp_path: Path, baseline_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["calibrate", str(RUN), "--baseline-dir", str(tmp_path / "none")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and f"{SLUG}.json" in error and "--update-baselines" in error
+    assert not (tmp_path / "none").exists()
+
+    document = json.loads(RUN.read_text())
+    for case in document["benchmarks"]:
+        case["extra_info"]["checks"] = []
+    unjudged = tmp_path / "unjudged.json"
+    unjudged.write_text(json.dumps(document))
+    stored = (baseline_dir / f"{SLUG}.json").read_text()
+    assert cli.main(["calibrate", str(unjudged), "--baseline-dir", str(baseline_dir)]) == 2
+    assert "no case's time was judged" in capsys.readouterr().err
+    assert (baseline_dir / f"{SLUG}.json").read_text() == stored
