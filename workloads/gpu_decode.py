@@ -3,8 +3,10 @@ and crop boxes (``images.JpegBytes``); on CUDA nvJPEG decodes the whole batch in
 (``torchvision.io.decode_jpeg(list, device="cuda")``), and one ``grid_sample`` crops, resizes and flips
 every image as the CPU path's ``random_resized_crop`` would, before the images are normalized.
 
-What moves off the host: decoding and resizing, the work that kept the CPU pipeline I/O-bound. On a
-machine without CUDA torchvision decodes on the CPU, so the path runs the same at the tiny size.
+What moves off the host: decoding and resizing, the DataLoader workers' work; what the GPU takes on
+instead, about 5-6 ms per 128 images on an H200, so it pays where the host's cores cannot feed the GPU
+(docs/evidence/h200-gpu-decode.md). On a machine without CUDA torchvision decodes on the CPU, so the
+path runs the same at the tiny size.
 """
 
 from __future__ import annotations

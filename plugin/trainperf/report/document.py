@@ -227,7 +227,8 @@ def _metric(metric: Any) -> bool:
 
 def judged_medians(document: RunDocument) -> dict[str, float]:
     """Median ms of each case whose time was judged against a stored baseline, passed or failed: what
-    ``--perf-calibrate`` adds to the history at the end of a run."""
+    ``--perf-calibrate`` adds to the history at the end of a run (``session._accepted``, read here from
+    the run document's checks)."""
     return {case["name"]: float(case["extra_info"]["summary_ms"]["median"]) for case in document.cases if _judged(case)}
 
 
