@@ -4,6 +4,7 @@ known duration, on the GPU (GPU-bound cases) or on the host (host-bound ones).
 Run on a GPU machine with the baseline folder of this machine (``studies/trust_runs.sh`` records one):
 
     TRAINPERF_SLOWED_CASE=gpt2/amp_bf16 TRAINPERF_BASELINE_DIR=DIR pytest studies/slowed_case.py --junitxml=J
+    TRAINPERF_SLOWED_CASE=bert/reference,gpt2/tf32 ...     # several cases, one after the other
     TRAINPERF_SLOWED_CASE=lstm_lm/amp_bf16 TRAINPERF_SLOWED_ON=host TRAINPERF_SLOWDOWNS=0.1 ...
 
 Each item trains the case with extra work after every optimizer step, sized to a fraction of the case's
@@ -28,7 +29,7 @@ from trainperf.fixture import TrainPerf
 
 SLOWDOWNS = tuple(float(x) for x in os.environ.get("TRAINPERF_SLOWDOWNS", "0.03,0.05,0.10").split(","))
 RUNS = int(os.environ.get("TRAINPERF_SLOWED_RUNS", "10"))
-CASE = os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16")
+CASES = tuple(os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16").split(","))
 ON_HOST = os.environ.get("TRAINPERF_SLOWED_ON", "gpu") == "host"
 EXAMPLES = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}
 
@@ -76,28 +77,32 @@ def cycles_per_ms() -> float:
 
 
 @pytest.fixture(scope="module")
-def spin() -> tuple[float, float]:
-    """(stored median ms of the case, cycles per ms) on this GPU."""
+def rate() -> float:
+    """Cycles per ms of ``torch.cuda._sleep`` on this GPU, measured once."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU: the slowdown is GPU work")
+    return cycles_per_ms()
+
+
+def stored_median_ms(case: str) -> float:
+    """The median of ``case``'s stored samples on this GPU; skips the test where none is stored."""
     slug = devices.fingerprint(devices.choose_device("cuda")).slug
     path = baselines.baseline_path(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines"), slug)
-    stored = baselines.load(path).get(CASE)
+    stored = baselines.load(path).get(case)
     if stored is None:
-        pytest.skip(f"no baseline of {CASE} in {path}: record one with --update-baselines")
-    return stats.summarize(stored["samples_ms"]).median, cycles_per_ms()
+        pytest.skip(f"no baseline of {case} in {path}: record one with --update-baselines")
+    return stats.summarize(stored["samples_ms"]).median
 
 
 @pytest.mark.parametrize("run", range(RUNS))
 @pytest.mark.parametrize("slowdown", SLOWDOWNS, ids=lambda s: f"{s:.0%}")
-def test_slowed(
-    trainperf: TrainPerf, record_property: Any, spin: tuple[float, float], slowdown: float, run: int
-) -> None:
-    workload_name, optimization_name = CASE.split("/")
+@pytest.mark.parametrize("case", CASES)
+def test_slowed(trainperf: TrainPerf, record_property: Any, rate: float, case: str, slowdown: float, run: int) -> None:
+    workload_name, optimization_name = case.split("/")
     module = EXAMPLES.get(workload_name, f"workloads.ladders.{workload_name}")
     ladder = importlib.import_module(module).LADDER
     optimization = next(o for o in ladder.cases if o.name == optimization_name)
-    median_ms, rate = spin
+    median_ms = stored_median_ms(case)
     cycles = int(slowdown * median_ms * rate)
     host_ms = slowdown * median_ms if ON_HOST else 0.0
     record_property("trainperf_slowdown", slowdown)

@@ -7,7 +7,7 @@ machine's baselines), ``aa-*/run.json`` (runs gated against them) and ``detectio
 A/A: per case, the spread of the runs' medians (CV), their change against the recorded baseline and,
 with ``--committed``, against the committed one, the lowest SM clock and the clock events seen while
 the timed iterations ran, and how many runs the gate failed. Detection: per slowdown, how often the
-gate caught it and the slowdown it actually gave.
+gate caught it and the slowdown it actually gave, per case.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def aa_table(runs: pd.DataFrame, committed: dict[str, float]) -> pd.DataFrame:
 
 
 def detection_table(folders: list[Path]) -> pd.DataFrame:
-    """Per slowdown: runs, spin per iteration, the slowdown the runs got, and how many the gate caught."""
+    """Per case and slowdown: runs, spin per iteration, the slowdown the runs got, and how many the gate
+    caught."""
     rows = []
     for path in (folder / "detection.xml" for folder in folders):
         if not path.exists():
@@ -82,6 +83,7 @@ def detection_table(folders: list[Path]) -> pd.DataFrame:
             message = "" if failure is None else failure.get("message", "") + (failure.text or "")
             rows.append(
                 {
+                    "case": properties.get("trainperf_case", "?"),
                     "slowdown": float(properties["trainperf_slowdown"]),
                     "spin_ms": float(properties["trainperf_spin_ms"]),
                     "got": float(properties["trainperf_median_ms"]) / float(properties["trainperf_baseline_ms"]) - 1,
@@ -93,7 +95,7 @@ def detection_table(folders: list[Path]) -> pd.DataFrame:
         return pd.DataFrame()
     return (
         pd.DataFrame(rows)
-        .groupby("slowdown")
+        .groupby(["case", "slowdown"])
         .agg(
             runs=("got", "size"),
             spin_ms=("spin_ms", "median"),
@@ -135,7 +137,7 @@ def markdown(aa: pd.DataFrame, detection: pd.DataFrame) -> str:
             got_min=detection["got_min"].map(percent),
             got_max=detection["got_max"].map(percent),
         )
-        shown_detection.index = [f"{s:.0%}" for s in detection.index]
+        shown_detection.index = [f"{case} {slowdown:.0%}" for case, slowdown in detection.index]
         parts += ["## Detection\n", shown_detection.to_markdown(disable_numparse=True), ""]
     return "\n".join(parts)
 
