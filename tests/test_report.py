@@ -22,6 +22,7 @@ from trainperf.report.tables import mfu_text
 
 DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_digits_ncu.run.json", DATA / "h100_gpt2_ncu.run.json"]  # --profile=ncu, H100
+H200_GPT2 = DATA / "h200_gpt2.run.json"  # perf_tests/test_gpt2.py --perf-strict on an H200, every case
 PNG = b"\x89PNG\r\n\x1a\n"
 TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody", "tr",
         "th", "td", "div", "img", "ul", "ol", "li", "details", "summary", "code", "span"}  # fmt: skip
@@ -135,6 +136,17 @@ def test_a_case_in_two_documents_keeps_the_later_one(tmp_path: Path) -> None:
     (section,) = report.sections
     assert section.cases["ms/iter (± IQR)"].iloc[0].startswith("123.456 ± ")
     assert len(section.cases) == 3
+
+
+def test_documents_of_two_devices_keep_each_devices_cases_apart() -> None:
+    report = build_report([load(RUNS[1]), load(H200_GPT2)])
+    h100, h200 = report.sections
+    assert (h100.name, h200.name) == ("gpt2 on NVIDIA H100 80GB HBM3", "gpt2 on NVIDIA H200")
+    assert len(h100.cases) == 3 and len(h200.cases) == 19  # the H200's gpt2/reference replaced nothing
+    assert h100.cases["ms/iter (± IQR)"].iloc[0] != h200.cases["ms/iter (± IQR)"].iloc[0]
+    assert report.headline.best["best case"].tolist() == ["gpt2/amp_bf16", "gpt2/stack"]
+    assert report.clocks["case"].str.endswith(" (NVIDIA H200)").sum() == 19
+    assert report.device["device"].tolist() == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
 
 
 def test_compare_prints_per_case_differences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,8 @@ Written once per run (``run_document``) in pytest-benchmark's layout where it fi
 ``commit_info``, ``benchmarks`` with ``stats`` in seconds), trainperf's figures, checks, profile and
 communication in each case's ``extra_info``; read back (``load``), merged and tabulated for the
 terminal, JUnit, HTML and Markdown. Several documents (one per pytest run, say digits and GPT-2 on the
-same device) merge into one list of cases; a case found in more than one keeps its latest measurement.
+same device) merge into one list of cases; a case found in more than one keeps its latest measurement
+on its device.
 """
 
 from __future__ import annotations
@@ -238,12 +239,17 @@ def _judged(case: Mapping[str, Any]) -> bool:
 
 
 def merged_cases(documents: list[RunDocument]) -> list[dict[str, Any]]:
-    """Every case of the documents in order of first appearance, each its latest measurement, with the
-    document it came from under ``source``."""
-    latest: dict[str, dict[str, Any]] = {}
+    """Every case of the documents in order of first appearance, each its latest measurement on its
+    device, with the document it came from under ``source`` and the device under ``device``. Where the
+    documents name more than one device, each workload is kept apart per device ("gpt2 on NVIDIA H200"):
+    one device's times never stand in for another's."""
+    several = len({document.machine.get("name") for document in documents}) > 1
+    latest: dict[tuple[Any, str], dict[str, Any]] = {}
     for document in documents:
+        device = document.machine.get("name")
         for case in document.cases:
-            latest[case["name"]] = {**case, "source": document.path.name}
+            group = f"{case['group']} on {device}" if several else case["group"]
+            latest[device, case["name"]] = {**case, "group": group, "device": device, "source": document.path.name}
     return list(latest.values())
 
 

@@ -85,6 +85,8 @@ def _device_row(document: RunDocument) -> dict[str, Any]:
 
 
 def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per case, the clocks seen; with the device beside the case where the cases come from several."""
+    several = len({case.get("device") for case in cases}) > 1
     rows = []
     for case in cases:
         clocks = case["extra_info"].get("clocks") or {}
@@ -95,7 +97,7 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
         throttle = sorted({*before.get("throttle", []), *after.get("throttle", [])})
         rows.append(
             {
-                "case": case["name"],
+                "case": f"{case['name']} ({case.get('device')})" if several else case["name"],
                 "SM MHz before": before.get("sm_clock_mhz"),
                 "SM MHz after": after.get("sm_clock_mhz"),
                 "max SM MHz": after.get("sm_clock_max_mhz"),
