@@ -23,6 +23,8 @@ from trainperf.report.tables import mfu_text
 DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_digits_ncu.run.json", DATA / "h100_gpt2_ncu.run.json"]  # --profile=ncu, H100
 H200_GPT2 = DATA / "h200_gpt2.run.json"  # perf_tests/test_gpt2.py --perf-strict on an H200, every case
+# -k stack_fp8 --profile=ncu on an H200, one of the sample report's run documents
+H200_STACK_FP8 = Path(__file__).parents[1] / "docs" / "sample-report" / "runs" / "h200_gpt2_fp8_c.json"
 PNG = b"\x89PNG\r\n\x1a\n"
 TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody", "tr",
         "th", "td", "div", "img", "ul", "ol", "li", "details", "summary", "code", "span"}  # fmt: skip
@@ -147,6 +149,14 @@ def test_documents_of_two_devices_keep_each_devices_cases_apart() -> None:
     assert report.headline.best["best case"].tolist() == ["gpt2/amp_bf16", "gpt2/stack"]
     assert report.clocks["case"].str.endswith(" (NVIDIA H200)").sum() == 19
     assert report.device["device"].tolist() == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
+    assert report.title == "trainperf report: gpt2 on NVIDIA H100 80GB HBM3, NVIDIA H200"
+
+
+def test_profiles_of_two_devices_keep_their_own_roofline_charts(tmp_path: Path) -> None:
+    write_markdown(build_report([load(RUNS[1]), load(H200_STACK_FP8)]), tmp_path)
+    charts = sorted(path.name for path in (tmp_path / "report-images").glob("*-roofline.png"))
+    assert "gpt2-on-NVIDIA-H200-stack_fp8-roofline.png" in charts
+    assert "gpt2-on-NVIDIA-H100-80GB-HBM3-reference-roofline.png" in charts
 
 
 def test_compare_prints_per_case_differences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

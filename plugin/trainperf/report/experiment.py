@@ -59,7 +59,10 @@ def build_report(documents: list[RunDocument]) -> Report:
     sections = [_section(name, [c for c in cases if c["group"] == name]) for name in workloads]
     devices = pd.DataFrame([_device_row(d) for d in documents]).drop_duplicates(ignore_index=True)
     notes = list(dict.fromkeys(note for d in documents for note in d.data.get("notes", [])))
-    title = "trainperf report: " + ", ".join(workloads)
+    title = "trainperf report: " + ", ".join(dict.fromkeys(case["name"].split("/")[0] for case in cases))
+    names = list(dict.fromkeys(map(str, devices["device"])))
+    if len(names) > 1:
+        title += " on " + ", ".join(names)
     headline = build_headline(cases)
     unfinished = pd.DataFrame(
         [{"case": c["name"], "verdict": c["verdict"], "reason": c["reason"]} for d in documents for c in d.unfinished],

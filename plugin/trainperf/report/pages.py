@@ -133,7 +133,7 @@ def write_markdown(report: Report, directory: Path) -> Path:
             lines += [f"![{name}: what each step buys]({IMAGES}/{chart.name})", ""]
         lines += [markdown_table(section.cases), ""]
         for view in section.profiles:
-            lines += _markdown_profile(view, images)
+            lines += _markdown_profile(view, images / _slug(section.name))
         timing = _save(section.timing_png, images / f"{_slug(section.name)}-timing.png")
         lines += ["### Time per iteration", "", f"![{name}: time per iteration]({IMAGES}/{timing.name})", ""]
         if section.ladder_png:
@@ -166,7 +166,9 @@ def _markdown_headline(headline: Headline) -> list[str]:
     return lines
 
 
-def _markdown_profile(view: CaseProfileView, images: Path) -> list[str]:
+def _markdown_profile(view: CaseProfileView, prefix: Path) -> list[str]:
+    """The profile of one case; its roofline chart saved as PREFIX-<case>-roofline.png (the workload's
+    section as prefix, so that one case's charts of two devices both stay)."""
     lines = [f"### {_md(view.case)}: {_md(view.role)}", "", _md(view.summary), ""]
     if view.verdict:
         lines += [f"**{_md(view.verdict)}**", ""]
@@ -174,7 +176,8 @@ def _markdown_profile(view: CaseProfileView, images: Path) -> list[str]:
         lines += [markdown_table(view.top.drop(columns="full name")), ""]
     lines += [*map(_md, view.reasons), ""] if view.reasons else []
     if view.roofline_png:
-        chart = _save(view.roofline_png, images / f"{_slug(view.case)}-roofline.png")
+        step = view.case.rsplit("/", 1)[-1]
+        chart = _save(view.roofline_png, prefix.with_name(f"{prefix.name}-{_slug(step)}-roofline.png"))
         lines += [f"![{_md(view.case)} roofline]({IMAGES}/{chart.name})", ""]
     return lines
 
