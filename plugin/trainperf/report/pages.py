@@ -133,7 +133,7 @@ def write_markdown(report: Report, directory: Path) -> Path:
             lines += [f"![{name}: what each step buys]({IMAGES}/{chart.name})", ""]
         lines += [markdown_table(section.cases), ""]
         for view in section.profiles:
-            lines += _markdown_profile(view, images / _slug(section.name))
+            lines += _markdown_profile(view, images, _slug(section.name))
         timing = _save(section.timing_png, images / f"{_slug(section.name)}-timing.png")
         lines += ["### Time per iteration", "", f"![{name}: time per iteration]({IMAGES}/{timing.name})", ""]
         if section.ladder_png:
@@ -166,9 +166,9 @@ def _markdown_headline(headline: Headline) -> list[str]:
     return lines
 
 
-def _markdown_profile(view: CaseProfileView, prefix: Path) -> list[str]:
-    """The profile of one case; its roofline chart saved as PREFIX-<case>-roofline.png (the workload's
-    section as prefix, so that one case's charts of two devices both stay)."""
+def _markdown_profile(view: CaseProfileView, images: Path, section: str) -> list[str]:
+    """The profile of one case; its roofline chart saved as <section>-<step>-roofline.png, so that one
+    case's charts of two devices (two sections) both stay."""
     lines = [f"### {_md(view.case)}: {_md(view.role)}", "", _md(view.summary), ""]
     if view.verdict:
         lines += [f"**{_md(view.verdict)}**", ""]
@@ -177,7 +177,7 @@ def _markdown_profile(view: CaseProfileView, prefix: Path) -> list[str]:
     lines += [*map(_md, view.reasons), ""] if view.reasons else []
     if view.roofline_png:
         step = view.case.rsplit("/", 1)[-1]
-        chart = _save(view.roofline_png, prefix.with_name(f"{prefix.name}-{_slug(step)}-roofline.png"))
+        chart = _save(view.roofline_png, images / f"{section}-{_slug(step)}-roofline.png")
         lines += [f"![{_md(view.case)} roofline]({IMAGES}/{chart.name})", ""]
     return lines
 
