@@ -109,14 +109,21 @@ stack = compiled.but(
 )
 # FP8 training (workloads/float8.py): the linear layers' GEMMs on FP8 tensor cores, scaled per tensor or per
 # row, on top of compile, which fuses the scaling casts; in the stack, FP8 takes the place of its tuned
-# bf16 GEMMs and cuBLASLt MLP. MFU stays against the dense bf16 peak, as for every case. No speedup is
-# declared: at GPT-2 small's sizes FP8 ran slower than the bf16 cases it builds on
-# (docs/evidence/h200-suite-strict-runs.md).
+# bf16 GEMMs and cuBLASLt MLP. MFU stays against the dense bf16 peak, as for every case. At GPT-2 small's
+# sizes FP8 runs slower than the bf16 cases it builds on (docs/evidence/h200-fp8.md); its minimum speedups
+# over the reference sit about 20% below the lowest measured on H200 leases (6.4x, 6.1x and 11.9x).
 FP8 = {"needs_cuda": "FP8 tensor cores need compute capability 8.9 or later", "needs_package": float8.REQUIREMENT}
-fp8_tensorwise = compiled.but("fp8_tensorwise", options={**compiled.options, "float8": "tensorwise"}, **FP8)
-fp8_rowwise = compiled.but("fp8_rowwise", options={**compiled.options, "float8": "rowwise"}, **FP8)
+fp8_tensorwise = compiled.but(
+    "fp8_tensorwise", options={**compiled.options, "float8": "tensorwise"}, min_speedup={"cuda": 5.0}, **FP8
+)
+fp8_rowwise = compiled.but(
+    "fp8_rowwise", options={**compiled.options, "float8": "rowwise"}, min_speedup={"cuda": 5.0}, **FP8
+)
 stack_fp8 = stack.but(
-    "stack_fp8", options={**stack.options, "mlp": "torch", "linear": "torch", "float8": "tensorwise"}, **FP8
+    "stack_fp8",
+    options={**stack.options, "mlp": "torch", "linear": "torch", "float8": "tensorwise"},
+    min_speedup={"cuda": 10.0},
+    **FP8,
 )
 
 LADDER = Ladder(
