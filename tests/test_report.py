@@ -23,8 +23,7 @@ from trainperf.report.tables import mfu_text
 DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_digits_ncu.run.json", DATA / "h100_gpt2_ncu.run.json"]  # --profile=ncu, H100
 H200_GPT2 = DATA / "h200_gpt2.run.json"  # perf_tests/test_gpt2.py --perf-strict on an H200, every case
-# -k stack_fp8 --profile=ncu on an H200, one of the sample report's run documents
-H200_STACK_FP8 = Path(__file__).parents[1] / "docs" / "sample-report" / "runs" / "h200_gpt2_fp8_c.json"
+H200_STACK_FP8 = DATA / "h200_gpt2_stack_fp8_ncu.run.json"  # -k stack_fp8 --profile=ncu on an H200
 PNG = b"\x89PNG\r\n\x1a\n"
 TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody", "tr",
         "th", "td", "div", "img", "ul", "ol", "li", "details", "summary", "code", "span"}  # fmt: skip
