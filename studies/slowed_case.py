@@ -3,9 +3,14 @@ known duration, on the GPU (GPU-bound cases) or on the host (host-bound ones).
 
 Run on a GPU machine with the baseline folder of this machine (``studies/trust_runs.sh`` records one):
 
-    TRAINPERF_SLOWED_CASE=gpt2/amp_bf16 TRAINPERF_BASELINE_DIR=DIR pytest studies/slowed_case.py --junitxml=J
+    TRAINPERF_SLOWED_CASE=gpt2/amp_bf16 TRAINPERF_BASELINE_DIR=DIR pytest studies/slowed_case.py \
+        --perf-confirmations=1000 --junitxml=J
     TRAINPERF_SLOWED_CASE=bert/reference,gpt2/tf32 ...     # several cases, one after the other
     TRAINPERF_SLOWED_CASE=lstm_lm/amp_bf16 TRAINPERF_SLOWED_ON=host TRAINPERF_SLOWDOWNS=0.1 ...
+
+``--perf-confirmations=1000`` measures every catch again, as a nightly run does for the few cases that
+regressed; the default (10 a session) would leave the later catches of a long study on their first
+measurement.
 
 Each item trains the case with extra work after every optimizer step, sized to a fraction of the case's
 stored median: ``torch.cuda._sleep`` at the clock measured here first, or a busy loop of the main thread.

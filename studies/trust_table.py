@@ -7,7 +7,8 @@ machine's baselines), ``aa-*/run.json`` (runs gated against them) and ``detectio
 A/A: per case, the spread of the runs' medians (CV), their change against the recorded baseline and,
 with ``--committed``, against the committed one, the lowest SM clock and the clock events seen while
 the timed iterations ran, and how many runs the gate failed. Detection: per slowdown, how often the
-gate caught it and the slowdown it actually gave, per case.
+gate caught it (and how many of those a second measurement upheld) and the slowdown it actually
+gave, per case.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from trainperf import baselines, stats
 from trainperf.report import document
 
 CAUGHT = "slower than baseline"
+UPHELD = "(first measurement:"  # a failure the gate measured again before failing it
 
 
 def aa_frame(folders: list[Path]) -> pd.DataFrame:
@@ -88,6 +90,7 @@ def detection_table(folders: list[Path]) -> pd.DataFrame:
                     "spin_ms": float(properties["trainperf_spin_ms"]),
                     "got": float(properties["trainperf_median_ms"]) / float(properties["trainperf_baseline_ms"]) - 1,
                     "caught": CAUGHT in message,
+                    "upheld": CAUGHT in message and UPHELD in message,
                     "other_failure": bool(message) and CAUGHT not in message,
                 }
             )
@@ -103,6 +106,7 @@ def detection_table(folders: list[Path]) -> pd.DataFrame:
             got_min=("got", "min"),
             got_max=("got", "max"),
             caught=("caught", "sum"),
+            upheld=("upheld", "sum"),
             other_failures=("other_failure", "sum"),
         )
     )
