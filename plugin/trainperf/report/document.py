@@ -228,8 +228,7 @@ def _metric(metric: Any) -> bool:
 
 def judged_medians(document: RunDocument) -> dict[str, float]:
     """Median ms of each case whose time was judged against a stored baseline, passed or failed: what
-    ``--perf-calibrate`` adds to the history at the end of a run (``session._accepted``, read here from
-    the run document's checks)."""
+    ``--perf-calibrate`` adds to the history at the end of a run, read here from the run's checks."""
     return {case["name"]: float(case["extra_info"]["summary_ms"]["median"]) for case in document.cases if _judged(case)}
 
 
@@ -240,7 +239,7 @@ def _judged(case: Mapping[str, Any]) -> bool:
 
 def merged_cases(documents: list[RunDocument]) -> list[dict[str, Any]]:
     """Every case of the documents in order of first appearance, each its latest measurement on its
-    device, with the document it came from under ``source`` and the device under ``device``. Where the
+    device, with its ``device``, its document's file name (``source``) and ``folder``. Where the
     documents name more than one device, each workload is kept apart per device ("gpt2 on NVIDIA H200"):
     one device's times never stand in for another's."""
     several = len({document.machine.get("name") for document in documents}) > 1
@@ -249,7 +248,8 @@ def merged_cases(documents: list[RunDocument]) -> list[dict[str, Any]]:
         device = document.machine.get("name")
         for case in document.cases:
             group = f"{case['group']} on {device}" if several else case["group"]
-            latest[device, case["name"]] = {**case, "group": group, "device": device, "source": document.path.name}
+            origin = {"device": device, "source": document.path.name, "folder": str(document.path.parent)}
+            latest[device, case["name"]] = {**case, "group": group, **origin}
     return list(latest.values())
 
 

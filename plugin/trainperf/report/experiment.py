@@ -1,7 +1,7 @@
 """The experiment report's content, from run documents: the headline (verdict counts, failures, best
 speedups); per workload the ladder chart, the cases table, the reference case's and the best case's
-Top-5 with their rooflines and bottleneck verdicts, the per-iteration timing chart; last the device and
-the clocks seen. ``pages`` writes it as HTML and Markdown."""
+Top-5 with their rooflines and bottleneck verdicts, the per-iteration timing chart, memory by phase of
+the cases with a snapshot; last the device and the clocks seen. ``pages`` writes it as HTML and Markdown."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from trainperf.case import REFERENCE
 from trainperf.report import charts
 from trainperf.report.document import RunDocument, cases_frame, merged_cases
 from trainperf.report.headline import Headline, build_headline, speedups
+from trainperf.report.memory_view import MemoryView, memory_table, memory_views
 from trainperf.report.tables import display_cases, top_table
 
 
@@ -39,6 +40,8 @@ class WorkloadSection:
     timing_png: bytes
     ladder_png: bytes | None = None  # every profiled case's heaviest kernel on one roofline
     speedup_png: bytes | None = None  # each step's speedup over the reference, with its interval
+    memory: pd.DataFrame = field(default_factory=pd.DataFrame)  # peak MiB per phase of the recorded cases
+    memory_views: list[MemoryView] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,8 @@ def _section(workload: str, cases: list[dict[str, Any]]) -> WorkloadSection:
     ladder = charts.ladder_roofline_chart(cases, workload)
     steps = speedups(cases)
     speedup = None if len(steps) < 2 else charts.ladder_chart(steps, f"{workload}: what each step buys")
-    return WorkloadSection(workload, display_cases(frame), views, timing, ladder, speedup)
+    memory = memory_table(cases)
+    return WorkloadSection(workload, display_cases(frame), views, timing, ladder, speedup, memory, memory_views(cases))
 
 
 def _best(cases: list[dict[str, Any]], reference: dict[str, Any] | None) -> dict[str, Any] | None:

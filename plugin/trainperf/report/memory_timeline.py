@@ -58,17 +58,28 @@ def phase_peaks(frame: pd.DataFrame) -> dict[str, float]:
 
 
 def plot(frame: pd.DataFrame, path: Path, title: str = "") -> Path:
-    figure = Figure(figsize=(8, 3.2))
-    axes = figure.subplots()
+    figure(frame, title).savefig(path, dpi=110)
+    return path
+
+
+def figure(frame: pd.DataFrame, title: str = "") -> Figure:
+    """Allocated MiB after each allocation event, filled by phase."""
+    chart = Figure(figsize=(8, 3.2))
+    axes = chart.subplots()
     for phase, rows in frame.groupby("phase", sort=False):
         axes.fill_between(rows["event"], rows["allocated_mib"], step="post", alpha=0.6, label=str(phase))
     axes.set_xlabel("allocation event in the iteration")
     axes.set_ylabel("allocated MiB")
     axes.set_title(title or "allocated memory over one iteration, by phase")
     axes.legend(loc="upper left", fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    return path
+    chart.tight_layout()
+    return chart
+
+
+def busiest_device(snapshot: dict[str, Any]) -> int:
+    """The device whose trace holds the most events: the one the iteration ran on."""
+    traces = snapshot["device_traces"]
+    return max(range(len(traces)), key=lambda device: len(traces[device]))
 
 
 def summarize(folder: Path, device: int) -> dict[str, Any]:

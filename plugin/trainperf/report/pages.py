@@ -11,11 +11,13 @@ import pandas as pd
 from trainperf.report.escape import html_text, markdown_text
 from trainperf.report.experiment import CaseProfileView, Report, WorkloadSection
 from trainperf.report.headline import Headline
+from trainperf.report.memory_view import MemoryView
 from trainperf.report.tables import cell_text, markdown_table
 
 HTML_FILE = "report.html"
 MARKDOWN_FILE = "report.md"
 IMAGES = "report-images"
+MEMORY_TITLE = "Memory by phase (one recorded iteration, MiB)"
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1em; }
@@ -76,7 +78,25 @@ def _html_section(section: WorkloadSection) -> str:
             if section.ladder_png
             else ""
         )
+        + _html_memory(section)
     )
+
+
+def _html_memory(section: WorkloadSection) -> str:
+    if section.memory.empty:
+        return ""
+    parts = [f"<h3>{MEMORY_TITLE}</h3>", table_html(section.memory)]
+    for view in section.memory_views:
+        parts.append(f"<p>{_text(_memory_caption(view))}</p>")
+        if view.chart_png:
+            parts.append(_image(view.chart_png, view.case + " memory by phase"))
+    return "".join(parts)
+
+
+def _memory_caption(view: MemoryView) -> str:
+    if view.snapshot is None:
+        return f"{view.case}: snapshot file not found where recorded nor beside the run document: no chart"
+    return f"{view.case}: snapshot {view.snapshot} (opens in pytorch.org/memory_viz)"
 
 
 def _html_profile(view: CaseProfileView) -> str:
@@ -144,6 +164,7 @@ def write_markdown(report: Report, directory: Path) -> Path:
                 f"![{name}: cases on the roofline]({IMAGES}/{ladder.name})",
                 "",
             ]
+        lines += _markdown_memory(section, images)
     if not report.unfinished.empty:
         lines += ["## Cases that did not finish", "", markdown_table(report.unfinished), ""]
     if report.notes:
@@ -179,6 +200,19 @@ def _markdown_profile(view: CaseProfileView, images: Path, section: str) -> list
         step = view.case.rsplit("/", 1)[-1]
         chart = _save(view.roofline_png, images / f"{section}-{_slug(step)}-roofline.png")
         lines += [f"![{_md(view.case)} roofline]({IMAGES}/{chart.name})", ""]
+    return lines
+
+
+def _markdown_memory(section: WorkloadSection, images: Path) -> list[str]:
+    if section.memory.empty:
+        return []
+    lines = [f"### {MEMORY_TITLE}", "", markdown_table(section.memory), ""]
+    for view in section.memory_views:
+        lines += [_md(_memory_caption(view)), ""]
+        if view.chart_png:
+            step = view.case.rsplit("/", 1)[-1]
+            chart = _save(view.chart_png, images / f"{_slug(section.name)}-{_slug(step)}-memory.png")
+            lines += [f"![{_md(view.case)} memory by phase]({IMAGES}/{chart.name})", ""]
     return lines
 
 
