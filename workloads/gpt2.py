@@ -2,7 +2,7 @@
 library's source (see ``workloads/text.py``), with a tiny configuration for the CPU path.
 
 Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, cudnn), ``optimizer``
-(for_loop, foreach, fused), ``vocab_multiple`` (pad the vocabulary to a multiple, 64: 50257 -> 50304),
+(for_loop, foreach, fused, adamw_8bit), ``vocab_multiple`` (pad the vocabulary to a multiple, 64: 50257 -> 50304),
 ``batch_scale`` (multiply the batch), ``checkpointing`` (activation checkpointing), ``param_dtype``
 (train the weights and AdamW's moments in that dtype: "bfloat16" saves the casts and half the
 optimizer's bytes; "float16" without loss scaling is a known way to break it), ``residual_dtype`` (the

@@ -191,17 +191,30 @@ def transformer_flops_per_token(parameters: int, layers: int, width: int, contex
     return 6.0 * parameters + attention_flops_per_token(layers, width, context)
 
 
-def adamw(model: nn.Module, lr: float, implementation: str) -> torch.optim.AdamW:
+ADAMW_8BIT = "adamw_8bit"
+ADAMW_8BIT_PACKAGE = "torchao==0.18.0"  # the release built for torch 2.11
+
+
+def adamw(model: nn.Module, lr: float, implementation: str) -> torch.optim.Optimizer:
     """AdamW with the chosen implementation: ``for_loop`` (one parameter at a time), ``foreach``
-    (multi-tensor kernels) or ``fused`` (one fused kernel)."""
-    flags = {
+    (multi-tensor kernels), ``fused`` (one fused kernel), or ``adamw_8bit``: torchao's AdamW with both
+    moments quantized to 8 bits in blocks of 256 (float32 weights and updates), a quarter of the bytes."""
+    hyper: dict[str, Any] = {"lr": lr, "betas": (0.9, 0.95), "weight_decay": 0.1}
+    if implementation == ADAMW_8BIT:
+        try:
+            from torchao.optim import AdamW8bit
+        except ImportError as error:
+            raise ModuleNotFoundError(f"8-bit AdamW needs torchao: pip install '{ADAMW_8BIT_PACKAGE}'") from error
+        quantized: torch.optim.Optimizer = AdamW8bit(model.parameters(), **hyper)
+        return quantized
+    flags: dict[str, dict[str, Any]] = {
         "for_loop": {"foreach": False, "fused": False},
         "foreach": {"foreach": True, "fused": False},
         "fused": {"foreach": False, "fused": True},
     }
     if implementation not in flags:
-        raise ValueError(f"optimizer must be one of {tuple(flags)}, got {implementation!r}")
-    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1, **flags[implementation])
+        raise ValueError(f"optimizer must be one of {(*flags, ADAMW_8BIT)}, got {implementation!r}")
+    return torch.optim.AdamW(model.parameters(), **hyper, **flags[implementation])
 
 
 def padded(size: int, multiple: int) -> int:
