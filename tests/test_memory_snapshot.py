@@ -85,4 +85,4 @@ def test_without_its_snapshot_the_report_keeps_the_peaks_and_says_why_there_is_n
     (view,) = section.memory_views
     assert view.snapshot is None and view.chart_png is None
     page = pages.write_html(experiment.build_report([document.load(tmp_path / "run.json")]), tmp_path / "out")
-    assert "snapshot file not found where recorded nor beside the run document: no chart" in page.read_text()
+    assert "snapshot file not found beside the run document nor where recorded: no chart" in page.read_text()

@@ -1,7 +1,7 @@
 """Each case's memory snapshot as the report shows it: the peak MiB of each phase, as the run document
 keeps them, and the chart of allocated memory over the iteration, redrawn from the snapshot where it is
-found: where it was recorded, or in the run document's own folder under memory/CASE, as --perf-report
-leaves it (a report folder copied off the GPU machine)."""
+found: in the run document's own folder under memory/CASE, as --perf-report leaves it (a report folder
+copied off the GPU machine), or where it was recorded."""
 
 from __future__ import annotations
 
@@ -48,9 +48,9 @@ def memory_views(cases: Sequence[Mapping[str, Any]]) -> list[MemoryView]:
 
 
 def snapshot_folder(recorded: Path, document_folder: Path) -> Path | None:
-    """The folder holding the snapshot and its phase marks: as recorded, else under the run document's
-    folder (memory/CASE); None where neither has both files."""
-    for folder in (recorded.parent, document_folder / "memory" / recorded.parent.name):
+    """The folder holding the snapshot and its phase marks: under the run document's folder (memory/CASE,
+    the copy that travelled with it), else where recorded; None where neither has both files."""
+    for folder in (document_folder / "memory" / recorded.parent.name, recorded.parent):
         if (folder / memory_timeline.SNAPSHOT).is_file() and (folder / memory_timeline.MARKS).is_file():
             return folder
     return None

@@ -95,7 +95,7 @@ def _html_memory(section: WorkloadSection) -> str:
 
 def _memory_caption(view: MemoryView) -> str:
     if view.snapshot is None:
-        return f"{view.case}: snapshot file not found where recorded nor beside the run document: no chart"
+        return f"{view.case}: snapshot file not found beside the run document nor where recorded: no chart"
     return f"{view.case}: snapshot {view.snapshot} (opens in pytorch.org/memory_viz)"
 
 
