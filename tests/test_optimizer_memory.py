@@ -8,10 +8,11 @@ import pytest
 import torch
 from trainperf import TINY, Optimization
 
+from workloads import float8
 from workloads.gpt2 import GPT2
 from workloads.transformer import ADAMW_8BIT, adamw
 
-TORCHAO = "torchao not installed: pip install 'torchao==0.18.0'"
+TORCHAO = f"torchao not installed: pip install '{float8.REQUIREMENT}'"
 
 
 def trained_loss(optimizer: str, steps: int = 40) -> float:

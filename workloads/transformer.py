@@ -20,6 +20,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.checkpoint import checkpoint
 from trainperf.workload import Batch, Training
 
+from workloads import float8
+
 ATTENTION = ("naive", "sdpa", "flash", "cudnn")
 FORCED_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 MLPS = {
@@ -192,7 +194,6 @@ def transformer_flops_per_token(parameters: int, layers: int, width: int, contex
 
 
 ADAMW_8BIT = "adamw_8bit"
-ADAMW_8BIT_PACKAGE = "torchao==0.18.0"  # the release built for torch 2.11
 
 
 def adamw(model: nn.Module, lr: float, implementation: str) -> torch.optim.Optimizer:
@@ -204,7 +205,7 @@ def adamw(model: nn.Module, lr: float, implementation: str) -> torch.optim.Optim
         try:
             from torchao.optim import AdamW8bit
         except ImportError as error:
-            raise ModuleNotFoundError(f"8-bit AdamW needs torchao: pip install '{ADAMW_8BIT_PACKAGE}'") from error
+            raise ModuleNotFoundError(f"8-bit AdamW needs torchao: pip install '{float8.REQUIREMENT}'") from error
         quantized: torch.optim.Optimizer = AdamW8bit(model.parameters(), **hyper)
         return quantized
     flags: dict[str, dict[str, Any]] = {
