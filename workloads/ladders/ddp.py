@@ -36,19 +36,8 @@ static_graph = reference.but("static_graph", ddp={"static_graph": True}, min_spe
 # two micro-batches per process: all-reduced after each, or once with no_sync
 sync_accumulation = reference.but("sync_accumulation", ddp={}, accumulation_steps=2)
 no_sync_accumulation = reference.but("no_sync_accumulation", ddp={"no_sync": True}, accumulation_steps=2)
-# sharded data parallelism: ZeRO-1 keeps each rank's half of the AdamW states (DDP all-reduces the
-# gradients); FSDP2 keeps each rank's shard of the weights, gradients and states too, all-gathering the
-# weights of each block for its forward and backward. bf16 weights in compute, gradients reduced in fp32.
-# No speedup is declared until measured on two GPUs; their peak memory per GPU is reported beside DDP's.
-zero1 = reference.but("zero1", ddp={"zero": True})
-FSDP_BF16 = {"param_dtype": "bfloat16"}
-fsdp_full_shard = reference.but("fsdp_full_shard", ddp={"fsdp": "full_shard", **FSDP_BF16})
-fsdp_shard_grad_op = reference.but("fsdp_shard_grad_op", ddp={"fsdp": "shard_grad_op", **FSDP_BF16})
-fsdp_cpu_offload = reference.but(
-    "fsdp_cpu_offload",
-    ddp={"fsdp": "full_shard", **FSDP_BF16, "cpu_offload": True},
-    needs_cuda="FSDP's CPU offload moves the shards between a GPU and pinned host memory",
-)
+# sharded data parallelism has its own ladder, on a model whose states outweigh its activations:
+# workloads/ladders/sharded.py
 
 LADDER = Ladder(
     DataParallelGPT2(),
@@ -61,9 +50,5 @@ LADDER = Ladder(
         static_graph,
         sync_accumulation,
         no_sync_accumulation,
-        zero1,
-        fsdp_full_shard,
-        fsdp_shard_grad_op,
-        fsdp_cpu_offload,
     ],
 )
