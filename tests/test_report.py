@@ -303,6 +303,25 @@ def test_scaling_efficiency_is_given_for_gpu_processes_only(backend: str, expect
     assert lines.scaling_efficiency(info) == expected
 
 
+def data_parallel_entry(name: str, ddp: dict, peak_mib: int, **knobs: object) -> dict:
+    communication = {"processes": 2, "backend": "nccl"}
+    info = {"speedup": 1.8, "communication": communication, "peak_memory_bytes": peak_mib * 2**20}
+    return {"name": name, "extra_info": {**info, "knobs": {"ddp": ddp, **knobs}}}
+
+
+def test_a_sharded_case_gives_its_peak_memory_per_gpu_against_plain_ddps() -> None:
+    """Held to the workload's case with DDP's defaults; not to one that accumulates, nor to another
+    workload's, nor to itself."""
+    accumulating = data_parallel_entry("gpt2_xl/sync_accumulation", {}, 9000, accumulation_steps=2)
+    other = data_parallel_entry("gpt2_ddp/ddp_reference", {}, 15826)
+    ddp = data_parallel_entry("gpt2_xl/ddp", {}, 40000)
+    fsdp = data_parallel_entry("gpt2_xl/fsdp_full_shard", {"fsdp": "full_shard"}, 22000)
+    line = lines.communication_line(fsdp, [accumulating, other, ddp, fsdp])
+    assert line.startswith("gpt2_xl/fsdp_full_shard: 2 nccl processes, peak 22,000 MiB per GPU (0.55x ddp's), ")
+    assert "peak 40,000 MiB per GPU, scaling" in lines.communication_line(ddp, [accumulating, other, ddp])
+    assert "per GPU, scaling" in lines.communication_line(fsdp, [accumulating, other])  # no plain DDP ran
+
+
 def test_names_with_markup_pipes_and_control_characters_are_shown_safely(tmp_path: Path) -> None:
     """A case named with HTML, a table's pipe, a newline or a NUL byte neither runs, breaks a table, nor
     reaches a page as a raw control character; it shows as written, escapes visible."""

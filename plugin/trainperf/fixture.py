@@ -84,7 +84,7 @@ class TrainPerf:
         if measurement.sample_unit == "images":
             self.session.note(lines.training_log_line(entry))
         if measurement.communication is not None:
-            self.session.note(lines.communication_line(entry))
+            self.session.note(lines.communication_line(entry, self.session.entries))
         failed = gate.failures(result.checks)
         if failed:
             pytest.fail("\n".join(check.message for check in failed), pytrace=False)

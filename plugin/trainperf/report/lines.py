@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from trainperf.report.document import CaseEntry
@@ -32,12 +33,15 @@ def scaling_efficiency(info: dict[str, Any]) -> float | None:
     return float(info["speedup"]) / int(figures.get("processes", 1))
 
 
-def communication_line(entry: CaseEntry) -> str:
-    """A data-parallel case: processes, scaling, all-reduce bandwidth, hidden communication."""
+def communication_line(entry: CaseEntry, entries: Sequence[CaseEntry] = ()) -> str:
+    """A data-parallel case: processes, peak memory per GPU (against plain DDP's among ``entries``, the
+    run's cases so far), scaling, all-reduce bandwidth, hidden communication."""
     info = entry["extra_info"]
     figures = info["communication"] or {}
     processes = figures.get("processes", 1)
     parts = [f"{entry['name']}: {processes} {figures.get('backend', '')} processes"]
+    if info.get("peak_memory_bytes"):
+        parts.append(_peak_per_gpu(entry, plain_ddp(entries, entry["name"].split("/")[0])))
     efficiency = scaling_efficiency(info)
     if efficiency is not None:
         parts.append(f"scaling efficiency {efficiency:.0%} of the single-process reference")
@@ -50,6 +54,24 @@ def communication_line(entry: CaseEntry) -> str:
             f"{figures['hidden_share']:.0%} of {figures['communication_ms']:.2f} ms communication hidden behind compute"
         )
     return ", ".join(parts)
+
+
+def plain_ddp(entries: Sequence[CaseEntry], workload: str) -> CaseEntry | None:
+    """The workload's case with DDP's defaults (``ddp={}``, one micro-batch): what sharding is held to."""
+    for other in entries:
+        knobs = other["extra_info"].get("knobs") or {}
+        if other["name"].split("/")[0] == workload and knobs.get("ddp") == {} and "accumulation_steps" not in knobs:
+            return other
+    return None
+
+
+def _peak_per_gpu(entry: CaseEntry, ddp: CaseEntry | None) -> str:
+    peak = entry["extra_info"]["peak_memory_bytes"]
+    text = f"peak {peak / 2**20:,.0f} MiB per GPU"
+    ddp_peak = None if ddp is None or ddp is entry else ddp["extra_info"].get("peak_memory_bytes")
+    if ddp is not None and ddp_peak:
+        text += f" ({peak / ddp_peak:.2f}x {ddp['name'].split('/', 1)[1]}'s)"
+    return text
 
 
 def memory_line(case: str, memory: dict[str, Any]) -> str:
