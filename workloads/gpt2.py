@@ -237,7 +237,7 @@ class GPT2Medium(GPT2):
 
 
 class GPT2XL(GPT2):
-    """GPT-2 XL (1.56B parameters) at the full size; the tiny size is GPT-2's."""
+    """GPT-2 XL (1.56B parameters) at the full size; the tiny size is GPT-2's, at 32 sequences."""
 
     name = "gpt2_xl"
     configs = XL_CONFIGS

@@ -16,8 +16,8 @@ from __future__ import annotations
 from trainperf import REFERENCE, Ladder, Optimization
 
 from workloads.gpt2 import GPT2XL
+from workloads.ladders.gpt2_memory import BASE  # the memory ladder's fast eager recipe
 
-BASE = {"attention": "sdpa", "optimizer": "fused", "vocab_multiple": 64}
 FSDP_BF16 = {"param_dtype": "bfloat16"}  # bf16 weights in compute, gradients reduced in float32
 
 reference = Optimization(REFERENCE, tf32=True, amp_dtype="bfloat16", options=BASE)
