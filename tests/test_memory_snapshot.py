@@ -80,9 +80,10 @@ def test_the_report_redraws_the_chart_from_the_snapshot_beside_the_run_document(
 
 def test_without_its_snapshot_the_report_keeps_the_peaks_and_says_why_there_is_no_chart(tmp_path: Path) -> None:
     shutil.copy(CAPTURE / "run.json", tmp_path / "run.json")
-    (section,) = experiment.build_report([document.load(tmp_path / "run.json")]).sections
+    report = experiment.build_report([document.load(tmp_path / "run.json")])
+    (section,) = report.sections
     assert section.memory.iloc[0]["backward"] > 0
     (view,) = section.memory_views
     assert view.snapshot is None and view.chart_png is None
-    page = pages.write_html(experiment.build_report([document.load(tmp_path / "run.json")]), tmp_path / "out")
+    page = pages.write_html(report, tmp_path / "out")
     assert "snapshot file not found beside the run document nor where recorded: no chart" in page.read_text()

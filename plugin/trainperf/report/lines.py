@@ -68,10 +68,9 @@ def plain_ddp(entries: Sequence[CaseEntry], workload: str) -> CaseEntry | None:
 def _peak_per_gpu(entry: CaseEntry, ddp: CaseEntry | None) -> str:
     peak = entry["extra_info"]["peak_memory_bytes"]
     text = f"peak {peak / 2**20:,.0f} MiB per GPU"
-    ddp_peak = None if ddp is None or ddp is entry else ddp["extra_info"].get("peak_memory_bytes")
-    if ddp is not None and ddp_peak:
-        text += f" ({peak / ddp_peak:.2f}x {ddp['name'].split('/', 1)[1]}'s)"
-    return text
+    if ddp is None or ddp is entry or not ddp["extra_info"].get("peak_memory_bytes"):
+        return text
+    return text + f" ({peak / ddp['extra_info']['peak_memory_bytes']:.2f}x {ddp['name'].split('/', 1)[1]}'s)"
 
 
 def memory_line(case: str, memory: dict[str, Any]) -> str:
