@@ -19,7 +19,7 @@ and come back for the backward pass: ``torch.autograd.graph.save_on_cpu``), ``fl
 
 ``GPT2Medium`` is GPT-2 medium (24 layers, 16 heads, 1024 wide: 355M parameters), where the memory
 cases have something to save; ``GPT2XL`` is GPT-2 XL (48 layers, 25 heads, 1600 wide: 1.56B
-parameters), where the model's states outweigh its activations, as sharded data parallelism needs.
+parameters), chosen so that the model's states outweigh its activations, as sharded data parallelism needs.
 """
 
 from __future__ import annotations
