@@ -32,6 +32,8 @@ from trainperf import baselines, stats
 from trainperf import device as devices
 from trainperf.fixture import TrainPerf
 
+from workloads.ladders import ladder_named
+
 SLOWDOWNS = tuple(float(x) for x in os.environ.get("TRAINPERF_SLOWDOWNS", "0.03,0.05,0.10").split(","))
 RUNS = int(os.environ.get("TRAINPERF_SLOWED_RUNS", "10"))
 CASES = tuple(os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16").split(","))
@@ -104,8 +106,8 @@ def stored_median_ms(case: str) -> float:
 @pytest.mark.parametrize("case", CASES)
 def test_slowed(trainperf: TrainPerf, record_property: Any, rate: float, case: str, slowdown: float, run: int) -> None:
     workload_name, optimization_name = case.split("/")
-    module = EXAMPLES.get(workload_name, f"workloads.ladders.{workload_name}")
-    ladder = importlib.import_module(module).LADDER
+    example = EXAMPLES.get(workload_name)
+    ladder = importlib.import_module(example).LADDER if example else ladder_named(workload_name)
     optimization = next(o for o in ladder.cases if o.name == optimization_name)
     median_ms = stored_median_ms(case)
     cycles = int(slowdown * median_ms * rate)
