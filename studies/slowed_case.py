@@ -7,22 +7,28 @@ Run on a GPU machine with the baseline folder of this machine (``studies/trust_r
         --perf-confirmations=1000 --junitxml=J
     TRAINPERF_SLOWED_CASE=bert/reference,gpt2/tf32 ...     # several cases, one after the other
     TRAINPERF_SLOWED_CASE=lstm_lm/amp_bf16 TRAINPERF_SLOWED_ON=host TRAINPERF_SLOWDOWNS=0.1 ...
+    TRAINPERF_SLOWED_CASE=gpt2/stack_fp8 TRAINPERF_SLOWED_GPU_WORK=gemm TRAINPERF_SLOWDOWNS=0,0.05 ...
 
 ``--perf-confirmations=1000`` measures every catch again, as a nightly run does for the few cases that
 regressed; the default (10 a session) would leave the later catches of a long study on their first
 measurement.
 
 Each item trains the case with extra work after every optimizer step, sized to a fraction of the case's
-stored median: ``torch.cuda._sleep`` at the clock measured here first, or a busy loop of the main thread.
-The gate then judges it against that baseline as it would any case. ``studies/trust_table.py`` counts how
+stored median and timed here first: a spin of one SM (``torch.cuda._sleep``), bfloat16 GEMMs on every SM
+(``TRAINPERF_SLOWED_GPU_WORK=gemm``, for cases at the power cap, where a spin that draws little power may
+be hidden), or a busy loop of the main thread. A slowdown of 0 measures the case unslowed on the same
+machine, to tell what the extra work added. The gate judges each run against the baseline as it would
+any case. ``studies/trust_table.py`` counts how
 often a slowdown was caught from the JUnit file.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +44,9 @@ SLOWDOWNS = tuple(float(x) for x in os.environ.get("TRAINPERF_SLOWDOWNS", "0.03,
 RUNS = int(os.environ.get("TRAINPERF_SLOWED_RUNS", "10"))
 CASES = tuple(os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16").split(","))
 ON_HOST = os.environ.get("TRAINPERF_SLOWED_ON", "gpu") == "host"
+GPU_WORK = os.environ.get("TRAINPERF_SLOWED_GPU_WORK", "spin")
+SPIN_CYCLES = 20_000_000  # a spin of this many cycles times the GPU's spin rate
+GEMM_SIZE = 4096  # a bfloat16 GEMM of a fraction of a millisecond: the work comes in fine steps
 EXAMPLES = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}
 
 
@@ -50,45 +59,73 @@ def busy_wait(ms: float) -> None:
 
 @dataclass
 class Slowed:
-    """The workload with ``cycles`` of GPU spinning queued after every optimizer step: at the end of the
-    iteration, where the GPU has no host gap left to hide it in."""
+    """The workload with ``extra`` work run after every optimizer step, at the end of the iteration."""
 
     workload: Any
-    cycles: int
-    host_ms: float = 0.0  # instead of cycles: a busy loop of the main thread
+    extra: Callable[[], None]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.workload, name)
 
     def build(self, device: torch.device, size: str, optimization: Any) -> Any:
         training = self.workload.build(device, size, optimization)
-        cycles, host_ms = self.cycles, self.host_ms
-        if host_ms:
-            training.optimizer.register_step_post_hook(lambda *_: busy_wait(host_ms))
-        else:
-            training.optimizer.register_step_post_hook(lambda *_: torch.cuda._sleep(cycles))
+        extra = self.extra
+        training.optimizer.register_step_post_hook(lambda *_: extra())
         return training
 
 
-def cycles_per_ms() -> float:
-    """The GPU's spin rate, timed with CUDA events (median of 5 spins of 20 M cycles)."""
-    spins = []
-    for _ in range(5):
+def gpu_ms(work: Callable[[], None], repeats: int = 5) -> float:
+    """Median milliseconds of ``work`` on the GPU, timed with CUDA events after one untimed call."""
+    work()
+    times = []
+    for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        torch.cuda._sleep(20_000_000)
+        work()
         end.record()
         end.synchronize()
-        spins.append(20_000_000 / start.elapsed_time(end))
-    return stats.summarize(spins).median
+        times.append(start.elapsed_time(end))
+    return stats.summarize(times).median
+
+
+class GpuWork:
+    """Extra GPU work of a chosen duration. ``spin`` keeps one SM waiting (``torch.cuda._sleep``) and
+    draws little power; ``gemm`` multiplies bfloat16 matrices on every SM and draws power as the
+    training's own GEMMs do, for cases that run at the power cap, where a spin may be hidden."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in ("spin", "gemm"):
+            raise ValueError(f"TRAINPERF_SLOWED_GPU_WORK={kind!r}: choose spin or gemm")
+        self.kind = kind
+        size = GEMM_SIZE if kind == "gemm" else 1  # the spin needs no operands on the GPU
+        self.a, self.b = (torch.randn(size, size, device="cuda", dtype=torch.bfloat16) for _ in "ab")
+        self.unit_ms = gpu_ms(self.gemms(1) if kind == "gemm" else lambda: torch.cuda._sleep(SPIN_CYCLES))
+
+    def gemms(self, count: int) -> Callable[[], None]:
+        a, b = self.a, self.b
+
+        def multiply() -> None:
+            for _ in range(count):
+                torch.mm(a, b)
+
+        return multiply
+
+    def sized(self, ms: float) -> tuple[Callable[[], None], float]:
+        """Work of about ``ms`` milliseconds, and its duration as measured here: a whole number of
+        GEMMs, or a spin of the matching cycle count."""
+        if self.kind == "gemm":
+            count = round(ms / self.unit_ms)
+            return self.gemms(count), count * self.unit_ms
+        cycles = int(SPIN_CYCLES * ms / self.unit_ms)
+        return (lambda: torch.cuda._sleep(cycles)), cycles / SPIN_CYCLES * self.unit_ms
 
 
 @pytest.fixture(scope="module")
-def rate() -> float:
-    """Cycles per ms of ``torch.cuda._sleep`` on this GPU, measured once."""
+def gpu_work() -> GpuWork:
+    """The chosen kind of extra GPU work, its duration per unit measured once on this GPU."""
     if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU: the slowdown is GPU work")
-    return cycles_per_ms()
+        pytest.skip("needs a CUDA GPU: the slowed cases train on it")
+    return GpuWork(GPU_WORK)
 
 
 def stored_median_ms(case: str) -> float:
@@ -104,15 +141,16 @@ def stored_median_ms(case: str) -> float:
 @pytest.mark.parametrize("run", range(RUNS))
 @pytest.mark.parametrize("slowdown", SLOWDOWNS, ids=lambda s: f"{s:.0%}")
 @pytest.mark.parametrize("case", CASES)
-def test_slowed(trainperf: TrainPerf, record_property: Any, rate: float, case: str, slowdown: float, run: int) -> None:
+def test_slowed(
+    trainperf: TrainPerf, record_property: Any, gpu_work: GpuWork, case: str, slowdown: float, run: int
+) -> None:
     workload_name, optimization_name = case.split("/")
     example = EXAMPLES.get(workload_name)
     ladder = importlib.import_module(example).LADDER if example else ladder_named(workload_name)
     optimization = next(o for o in ladder.cases if o.name == optimization_name)
-    median_ms = stored_median_ms(case)
-    cycles = int(slowdown * median_ms * rate)
-    host_ms = slowdown * median_ms if ON_HOST else 0.0
+    extra_ms = slowdown * stored_median_ms(case)
+    extra, extra_ms = (functools.partial(busy_wait, extra_ms), extra_ms) if ON_HOST else gpu_work.sized(extra_ms)
     record_property("trainperf_slowdown", slowdown)
-    record_property("trainperf_spin_ms", round(host_ms or cycles / rate, 4))
-    record_property("trainperf_slowed_on", "host" if ON_HOST else "gpu")
-    trainperf.run(Slowed(ladder.workload, cycles, host_ms), optimization, reference=ladder.reference)
+    record_property("trainperf_spin_ms", round(extra_ms, 4))  # the extra work's duration, of any kind
+    record_property("trainperf_slowed_on", "host" if ON_HOST else f"gpu ({gpu_work.kind})")
+    trainperf.run(Slowed(ladder.workload, extra), optimization, reference=ladder.reference)
