@@ -18,8 +18,7 @@ stored median and timed here first: a spin of one SM (``torch.cuda._sleep``), bf
 (``TRAINPERF_SLOWED_GPU_WORK=gemm``, for cases at the power cap, where a spin that draws little power may
 be hidden), or a busy loop of the main thread. A slowdown of 0 measures the case unslowed on the same
 machine, to tell what the extra work added. The gate judges each run against the baseline as it would
-any case. ``studies/trust_table.py`` counts how
-often a slowdown was caught from the JUnit file.
+any case. ``studies/trust_table.py`` counts how often a slowdown was caught from the JUnit file.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ RUNS = int(os.environ.get("TRAINPERF_SLOWED_RUNS", "10"))
 CASES = tuple(os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16").split(","))
 ON_HOST = os.environ.get("TRAINPERF_SLOWED_ON", "gpu") == "host"
 GPU_WORK = os.environ.get("TRAINPERF_SLOWED_GPU_WORK", "spin")
-SPIN_CYCLES = 20_000_000  # a spin of this many cycles times the GPU's spin rate
+SPIN_CYCLES = 20_000_000  # the spin whose duration gives the GPU's cycles per millisecond
 GEMM_SIZE = 4096  # a bfloat16 GEMM of a fraction of a millisecond: the work comes in fine steps
 EXAMPLES = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}
 
