@@ -71,8 +71,9 @@ def aa_table(runs: pd.DataFrame, committed: dict[str, float]) -> pd.DataFrame:
 
 
 def detection_table(folders: list[Path]) -> pd.DataFrame:
-    """Per case and slowdown: runs, spin per iteration, the slowdown the runs got, and how many the gate
-    caught."""
+    """Per case and slowdown: runs, spin per iteration, the slowdown the runs got against the baseline
+    and, where the study also ran the case unslowed (slowdown 0), against those runs' median, and how
+    many the gate caught."""
     rows = []
     for path in (folder / "detection.xml" for folder in folders):
         if not path.exists():
@@ -88,6 +89,7 @@ def detection_table(folders: list[Path]) -> pd.DataFrame:
                     "case": properties.get("trainperf_case", "?"),
                     "slowdown": float(properties["trainperf_slowdown"]),
                     "spin_ms": float(properties["trainperf_spin_ms"]),
+                    "median_ms": float(properties["trainperf_median_ms"]),
                     "got": float(properties["trainperf_median_ms"]) / float(properties["trainperf_baseline_ms"]) - 1,
                     "caught": CAUGHT in message,
                     "upheld": CAUGHT in message and UPHELD in message,
@@ -96,19 +98,19 @@ def detection_table(folders: list[Path]) -> pd.DataFrame:
             )
     if not rows:
         return pd.DataFrame()
-    return (
-        pd.DataFrame(rows)
-        .groupby(["case", "slowdown"])
-        .agg(
-            runs=("got", "size"),
-            spin_ms=("spin_ms", "median"),
-            got_median=("got", "median"),
-            got_min=("got", "min"),
-            got_max=("got", "max"),
-            caught=("caught", "sum"),
-            upheld=("upheld", "sum"),
-            other_failures=("other_failure", "sum"),
-        )
+    frame = pd.DataFrame(rows)
+    unslowed = frame[frame["slowdown"] == 0].groupby("case")["median_ms"].median()
+    frame["vs_unslowed"] = frame["median_ms"] / frame["case"].map(unslowed) - 1  # NaN without such runs
+    return frame.groupby(["case", "slowdown"]).agg(
+        runs=("got", "size"),
+        spin_ms=("spin_ms", "median"),
+        got_median=("got", "median"),
+        got_min=("got", "min"),
+        got_max=("got", "max"),
+        vs_unslowed=("vs_unslowed", "median"),
+        caught=("caught", "sum"),
+        upheld=("upheld", "sum"),
+        other_failures=("other_failure", "sum"),
     )
 
 
@@ -140,6 +142,7 @@ def markdown(aa: pd.DataFrame, detection: pd.DataFrame) -> str:
             got_median=detection["got_median"].map(percent),
             got_min=detection["got_min"].map(percent),
             got_max=detection["got_max"].map(percent),
+            vs_unslowed=detection["vs_unslowed"].map(percent),
         )
         shown_detection.index = [f"{case} {slowdown:.0%}" for case, slowdown in detection.index]
         parts += ["## Detection\n", shown_detection.to_markdown(disable_numparse=True), ""]
