@@ -45,12 +45,7 @@ CONDITIONS = (
     "no_aslr",  # address space layout randomization off for the process (setarch -R)
     "fixed_layout",  # both
 )
-LADDERS = {
-    "lstm_lm": "examples.lstm_language_model",
-    "mlp_mixer": "examples.mlp_mixer",
-    "gpt2": "workloads.ladders.gpt2",
-    "bert": "workloads.ladders.bert",
-}
+EXAMPLES = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}  # the suite's: by name
 
 
 def apply(condition: str) -> None:
@@ -168,8 +163,11 @@ def child(case: str, condition: str, process: int, device: str, runs: int) -> No
     from trainperf.case import CaseSpec
     from trainperf.runner import run_case
 
+    from workloads.ladders import ladder_named
+
     workload_name, optimization_name = case.split("/")
-    ladder = importlib.import_module(LADDERS[workload_name]).LADDER
+    example = EXAMPLES.get(workload_name)
+    ladder = importlib.import_module(example).LADDER if example else ladder_named(workload_name)
     optimization = next(o for o in ladder.cases if o.name == optimization_name)
     size = FULL if device == "cuda" else TINY  # the CPU: a smoke test of this script
     warmup, iters = ladder.workload.iterations(size)
@@ -272,6 +270,9 @@ def main() -> int:
     parser.add_argument("--process", type=int, default=0)
     parser.add_argument("--runs", type=int, default=2, help="runs per process (at least 2)")
     args = parser.parse_args()
+    unknown = sorted(set(args.conditions) - set(CONDITIONS))
+    if unknown:
+        parser.error(f"unknown conditions {', '.join(unknown)}; choose from {', '.join(CONDITIONS)}")
     if args.child:
         child(args.case[0], args.child, args.process, args.device, args.runs)
         return 0
