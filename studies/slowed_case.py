@@ -96,8 +96,8 @@ class GpuWork:
         if kind not in ("spin", "gemm"):
             raise ValueError(f"TRAINPERF_SLOWED_GPU_WORK={kind!r}: choose spin or gemm")
         self.kind = kind
-        size = GEMM_SIZE if kind == "gemm" else 1  # the spin needs no operands on the GPU
-        self.a, self.b = (torch.randn(size, size, device="cuda", dtype=torch.bfloat16) for _ in "ab")
+        if kind == "gemm":  # the spin needs no operands on the GPU
+            self.a, self.b = (torch.randn(GEMM_SIZE, GEMM_SIZE, device="cuda", dtype=torch.bfloat16) for _ in "ab")
         self.unit_ms = gpu_ms(self.gemms(1) if kind == "gemm" else lambda: torch.cuda._sleep(SPIN_CYCLES))
 
     def gemms(self, count: int) -> Callable[[], None]:
