@@ -98,6 +98,18 @@ def test_a_baseline_of_one_run_falls_back_to_a_wide_threshold_and_says_so() -> N
     assert gate.baseline_check("w/c", [x * 1.15 for x in BASE], one_run, strict=False).passed is False
 
 
+def test_a_center_of_one_recorded_run_with_a_history_is_judged_and_says_to_re_record() -> None:
+    legacy = gate.Baseline(BASE, [10.04], history_ms=[9.9, 10.1, 9.95])  # recorded before baselines kept three
+    check = gate.baseline_check("w/c", [x * 1.10 for x in BASE], legacy, strict=False)
+    assert check.passed is False and legacy.noise().measured
+    assert "over 4 runs (3 accepted since the recording): a slowdown counts beyond" in check.message
+    assert check.message.endswith(
+        "; the baseline's center is 1 recorded run: re-record it with --update-baselines to center it on 3"
+    )
+    recorded = gate.baseline_check("w/c", BASE, gate.Baseline(BASE, [10.04, 10.03, 10.05], [9.9]), strict=False)
+    assert "center" not in recorded.message
+
+
 def test_large_but_noisy_difference_is_not_a_failure_without_measured_noise() -> None:
     current = [5.0, 30.0, 6.0, 28.0]
     baseline = [10.0, 12.0, 11.0, 9.0]

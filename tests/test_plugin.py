@@ -515,6 +515,7 @@ def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suit
     checks = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][0]["extra_info"]["checks"]
     baseline = next(check for check in checks if check["name"] == "baseline")
     assert "over 3 runs (2 accepted since the recording)" in baseline["message"]
+    assert "the baseline's center is 1 recorded run: re-record it with --update-baselines" in baseline["message"]
     assert "note: history" not in third.stdout.str()  # without --perf-history nothing is added
 
 

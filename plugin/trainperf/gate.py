@@ -135,6 +135,7 @@ def baseline_check(
     figures = f"median {now:.3f} ms vs baseline {noise.center_ms:.3f} ms ({delta:+.1%})"
     if noise.measured:
         allowance = f"{_noise_text(noise, len(baseline.history_ms))}: a slowdown counts beyond {noise.threshold:.1%}"
+        allowance += _center_text(len(baseline.run_medians_ms))
         slower = delta > noise.threshold
     else:
         p_value = stats.slower_p_value(current, baseline.samples_ms)
@@ -169,6 +170,17 @@ def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) 
                 "with --perf-calibrate"
             )
     return dataclasses.replace(check, message=f"{check.message}; {text}")
+
+
+def _center_text(recorded: int) -> str:
+    """A note where the baseline's center stands on fewer recorded runs than a recording makes (files
+    written before baselines kept three): later runs widen the noise but never move that center."""
+    if recorded >= stats.MIN_RUNS:
+        return ""
+    return (
+        f"; the baseline's center is {recorded} recorded run{'s' * (recorded > 1)}: "
+        f"re-record it with --update-baselines to center it on {stats.MIN_RUNS}"
+    )
 
 
 def _noise_text(noise: stats.RunNoise, later: int) -> str:
