@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import json
 import os
 import platform
@@ -45,7 +44,6 @@ CONDITIONS = (
     "no_aslr",  # address space layout randomization off for the process (setarch -R)
     "fixed_layout",  # both
 )
-EXAMPLES = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}  # the suite's: by name
 
 
 def apply(condition: str) -> None:
@@ -163,12 +161,9 @@ def child(case: str, condition: str, process: int, device: str, runs: int) -> No
     from trainperf.case import CaseSpec
     from trainperf.runner import run_case
 
-    from workloads.ladders import ladder_named
+    from studies.study_cases import find_case
 
-    workload_name, optimization_name = case.split("/")
-    example = EXAMPLES.get(workload_name)
-    ladder = importlib.import_module(example).LADDER if example else ladder_named(workload_name)
-    optimization = next(o for o in ladder.cases if o.name == optimization_name)
+    ladder, optimization = find_case(case)
     size = FULL if device == "cuda" else TINY  # the CPU: a smoke test of this script
     warmup, iters = ladder.workload.iterations(size)
     iters = iters * 4 if condition == "long_run" else iters

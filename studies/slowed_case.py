@@ -24,7 +24,6 @@ any case. ``studies/trust_table.py`` counts how often a slowdown was caught from
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import time
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from trainperf import baselines, stats
 from trainperf import device as devices
 from trainperf.fixture import TrainPerf
 
-from workloads.ladders import ladder_named
+from studies.study_cases import find_case
 
 SLOWDOWNS = tuple(float(x) for x in os.environ.get("TRAINPERF_SLOWDOWNS", "0.03,0.05,0.10").split(","))
 RUNS = int(os.environ.get("TRAINPERF_SLOWED_RUNS", "10"))
@@ -46,7 +45,6 @@ ON_HOST = os.environ.get("TRAINPERF_SLOWED_ON", "gpu") == "host"
 GPU_WORK = os.environ.get("TRAINPERF_SLOWED_GPU_WORK", "spin")
 SPIN_CYCLES = 20_000_000  # the spin whose duration gives the GPU's cycles per millisecond
 GEMM_SIZE = 4096  # a bfloat16 GEMM of a fraction of a millisecond: the work comes in fine steps
-EXAMPLES = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}
 
 
 def busy_wait(ms: float) -> None:
@@ -143,10 +141,7 @@ def stored_median_ms(case: str) -> float:
 def test_slowed(
     trainperf: TrainPerf, record_property: Any, gpu_work: GpuWork, case: str, slowdown: float, run: int
 ) -> None:
-    workload_name, optimization_name = case.split("/")
-    example = EXAMPLES.get(workload_name)
-    ladder = importlib.import_module(example).LADDER if example else ladder_named(workload_name)
-    optimization = next(o for o in ladder.cases if o.name == optimization_name)
+    ladder, optimization = find_case(case)
     extra_ms = slowdown * stored_median_ms(case)
     extra, extra_ms = (functools.partial(busy_wait, extra_ms), extra_ms) if ON_HOST else gpu_work.sized(extra_ms)
     record_property("trainperf_slowdown", slowdown)

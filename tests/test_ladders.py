@@ -22,3 +22,13 @@ def test_no_two_ladders_share_a_workload_name() -> None:
     names = [ladder.workload.name for ladder in suite_ladders()]
     assert len(names) >= 10
     assert len(set(names)) == len(names), f"workload names used twice: {names}"
+
+
+def test_a_study_finds_a_case_of_the_suite_or_of_the_examples_by_its_baseline_key() -> None:
+    from studies.study_cases import find_case
+
+    ladder, optimization = find_case("gpt2_ddp/reference")
+    assert ladder is ddp.LADDER and optimization is ddp.LADDER.reference
+    assert find_case("mlp_mixer/tf32")[1].name == "tf32"
+    with pytest.raises(KeyError, match="no case 'tf64' in gpt2's ladder; its cases are reference, "):
+        find_case("gpt2/tf64")
