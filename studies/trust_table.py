@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -70,35 +71,44 @@ def aa_table(runs: pd.DataFrame, committed: dict[str, float]) -> pd.DataFrame:
     return table
 
 
-def detection_table(folders: list[Path]) -> pd.DataFrame:
-    """Per case and slowdown: runs, spin per iteration, the slowdown the runs got against the baseline
-    and, where the study also ran the case unslowed (slowdown 0), against those runs' median, and how
-    many the gate caught."""
+def detection_runs(paths: Iterable[Path]) -> pd.DataFrame:
+    """One row per measured run of ``studies/slowed_case.py`` in the JUnit files ``paths``: its test,
+    case, slowdown, extra work per iteration, median against the baseline (``got``), whether the gate
+    caught it and whether a second measurement upheld the catch."""
     rows = []
-    for path in (folder / "detection.xml" for folder in folders):
-        if not path.exists():
-            continue
+    for path in paths:
         for case in ElementTree.parse(path).getroot().iter("testcase"):
             properties = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
             if "trainperf_median_ms" not in properties:
                 continue  # skipped, or failed before it was measured
             failure = case.find("failure")
             message = "" if failure is None else failure.get("message", "") + (failure.text or "")
+            median_ms = float(properties["trainperf_median_ms"])
+            baseline_ms = float(properties["trainperf_baseline_ms"])
             rows.append(
                 {
                     "case": properties.get("trainperf_case", "?"),
+                    "test": case.get("name", ""),
                     "slowdown": float(properties["trainperf_slowdown"]),
                     "spin_ms": float(properties["trainperf_spin_ms"]),
-                    "median_ms": float(properties["trainperf_median_ms"]),
-                    "got": float(properties["trainperf_median_ms"]) / float(properties["trainperf_baseline_ms"]) - 1,
+                    "median_ms": median_ms,
+                    "baseline_ms": baseline_ms,
+                    "got": median_ms / baseline_ms - 1,
                     "caught": CAUGHT in message,
                     "upheld": CAUGHT in message and UPHELD in message,
                     "other_failure": bool(message) and CAUGHT not in message,
                 }
             )
-    if not rows:
-        return pd.DataFrame()
-    frame = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def detection_table(folders: list[Path]) -> pd.DataFrame:
+    """Per case and slowdown: runs, spin per iteration, the slowdown the runs got against the baseline
+    and, where the study also ran the case unslowed (slowdown 0), against those runs' median, and how
+    many the gate caught."""
+    frame = detection_runs(path for path in (folder / "detection.xml" for folder in folders) if path.exists())
+    if frame.empty:
+        return frame
     unslowed = frame[frame["slowdown"] == 0].groupby("case")["median_ms"].median()
     frame["vs_unslowed"] = frame["median_ms"] / frame["case"].map(unslowed) - 1  # NaN without such runs
     return frame.groupby(["case", "slowdown"]).agg(

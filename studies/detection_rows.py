@@ -1,0 +1,63 @@
+"""Append the runs of ``studies/slowed_case.py``'s JUnit files to a detection table, one row each.
+
+    PYTHONPATH=$PWD python studies/detection_rows.py LEASE JUNIT... --append docs/evidence/data/h200-detection.csv
+
+LEASE names the machine the runs were measured on. The columns are the committed table's: ``got`` is
+the judged median against the baseline (the second measurement's where a catch was measured again),
+``measured_again`` whether a second measurement upheld the catch. Without ``--append`` the rows go to
+standard output, with the header.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from studies.trust_table import detection_runs
+
+COLUMNS = [
+    "lease",
+    "case",
+    "test",
+    "slowdown",
+    "spin_ms",
+    "median_ms",
+    "baseline_ms",
+    "got",
+    "caught",
+    "measured_again",
+]
+
+
+def rows(lease: str, junit_files: list[Path]) -> pd.DataFrame:
+    """The runs of ``junit_files`` in the table's columns, rounded as the table keeps them."""
+    runs = detection_runs(junit_files)
+    if runs.empty:
+        raise SystemExit(f"no measured run of studies/slowed_case.py in {', '.join(map(str, junit_files))}")
+    runs = runs.assign(lease=lease, measured_again=runs["upheld"])
+    return runs.round({"spin_ms": 4, "median_ms": 4, "baseline_ms": 4, "got": 4})[COLUMNS]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("lease")
+    parser.add_argument("junit_files", nargs="+", type=Path)
+    parser.add_argument("--append", type=Path, help="the table to append to; it must exist with this header")
+    args = parser.parse_args(argv)
+    table = rows(args.lease, args.junit_files)
+    if args.append is None:
+        table.to_csv(sys.stdout, index=False, float_format="%.4f")
+        return 0
+    header = args.append.read_text().partition("\n")[0].split(",")
+    if header != COLUMNS:
+        raise SystemExit(f"{args.append}: its header is {header}, not {COLUMNS}")
+    table.to_csv(args.append, mode="a", header=False, index=False, float_format="%.4f")
+    print(f"{args.append}: {len(table)} rows added")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""The detection study's JUnit files, read into the rows of the committed detection table: JUnit
+captured on an H200 (lease N of docs/evidence/h200-detection.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from studies import detection_rows
+from studies.trust_table import detection_runs
+
+DATA = Path(__file__).parent / "data"
+GEMM = DATA / "h200_stack_fp8_gemm.detection.xml"  # 2 runs unslowed, 2 with 7% of bf16 GEMMs
+DDP = DATA / "h200_ddp_reference.detection.xml"  # 10 runs with a 5% spin
+TABLE = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h200-detection.csv"
+
+
+def test_each_run_is_a_row_with_its_verdict_and_whether_a_second_measurement_upheld_it() -> None:
+    runs = detection_runs([GEMM, DDP])
+    assert len(runs) == 14
+    gemm = runs[runs["case"] == "gpt2/stack_fp8"]
+    assert list(gemm["slowdown"]) == [0.0, 0.0, 0.07, 0.07]
+    assert list(gemm["caught"]) == [False, False, True, True]
+    assert list(gemm["upheld"]) == [False, False, True, True]
+    ddp = runs[runs["case"] == "gpt2_ddp/reference"]
+    assert ddp["caught"].sum() == 1 and ddp["upheld"].sum() == 1
+    assert not runs["other_failure"].any()
+    assert runs["got"].tolist() == pytest.approx((runs["median_ms"] / runs["baseline_ms"] - 1).tolist())
+
+
+def test_the_rows_are_those_the_committed_table_holds_for_these_runs() -> None:
+    made = detection_rows.rows("N", [GEMM, DDP])
+    found = made.merge(pd.read_csv(TABLE), how="left", indicator=True)
+    assert (found["_merge"] == "both").all(), found[found["_merge"] != "both"]
+
+
+def test_rows_are_appended_under_the_tables_header(tmp_path: Path) -> None:
+    table = tmp_path / "detection.csv"
+    table.write_text(",".join(detection_rows.COLUMNS) + "\n")
+    assert detection_rows.main(["N", str(GEMM), "--append", str(table)]) == 0
+    assert detection_rows.main(["N", str(DDP), "--append", str(table)]) == 0
+    assert len(pd.read_csv(table)) == 14
+
+
+def test_a_table_with_other_columns_is_left_untouched(tmp_path: Path) -> None:
+    table = tmp_path / "other.csv"
+    table.write_text("case,median_ms\n")
+    with pytest.raises(SystemExit, match="its header is"):
+        detection_rows.main(["N", str(GEMM), "--append", str(table)])
+    assert table.read_text() == "case,median_ms\n"
+
+
+def test_a_junit_file_without_a_measured_run_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.xml"
+    empty.write_text(
+        '<testsuites><testsuite><testcase name="test_slowed[x]"><skipped/></testcase></testsuite></testsuites>'
+    )
+    with pytest.raises(SystemExit, match="no measured run"):
+        detection_rows.rows("N", [empty])
