@@ -45,6 +45,28 @@ def test_changes_show_each_recorded_run_so_that_a_stray_run_stands_out(tmp_path:
     assert baselines.format_changes([change]) == ["r/amp: new -> 43.977 ms, runs 70.220, 31.360, 30.350 ms"]
 
 
+def test_a_re_recording_says_how_many_accepted_runs_of_its_history_it_dropped(tmp_path: Path) -> None:
+    path = baselines.baseline_path(tmp_path, "dev")
+    baselines.update(path, "dev", {"w/a": entry(10.0)})
+    baselines.add_history(path, "dev", {"w/a": 10.2})
+    baselines.add_history(path, "dev", {"w/a": 9.9})
+    (change,) = baselines.update(path, "dev", {"w/a": entry(10.5)})
+    assert change.dropped_history_runs == 2
+    assert "history_ms" not in baselines.load(path)["w/a"]
+    assert baselines.format_changes([change]) == [
+        "w/a: 10.000 ms -> 10.500 ms (+5.0%); 2 accepted runs of its history dropped: "
+        "its noise is measured from this recording until --perf-history adds nights again"
+    ]
+
+
+def test_history_added_to_an_entry_drops_nothing() -> None:
+    old = {"w/a": {**entry(10.0), "history_ms": [10.2]}}
+    new = {"w/a": {**entry(10.0), "history_ms": [10.2, 9.9]}}
+    (change,) = baselines.changes_between(old, new)
+    assert change.dropped_history_runs == 0
+    assert baselines.format_changes([change]) == ["w/a: 10.000 ms -> 10.000 ms (+0.0%)"]
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -33,12 +33,14 @@ class BaselineError(Exception):
 @dataclass(frozen=True)
 class Change:
     """One case's baseline before and after an update (None when absent), with the new entry's run
-    medians: one run far from the others is what widens the case's gate."""
+    medians (one run far from the others is what widens the case's gate) and how many accepted runs of
+    the old entry's history the new one no longer holds (its noise is measured again from its own)."""
 
     case: str
     old_median_ms: float | None
     new_median_ms: float | None
     new_runs_ms: tuple[float, ...] = ()
+    dropped_history_runs: int = 0
 
     @property
     def delta(self) -> float | None:
@@ -152,7 +154,8 @@ def changes_between(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[st
 
 def _change(name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
     runs = () if new is None else tuple(run_medians(new))
-    return Change(name, _median(old), _median(new), runs)
+    dropped = len(history(old)) if old is not None and new is not None and not history(new) else 0
+    return Change(name, _median(old), _median(new), runs, dropped)
 
 
 def _median(entry: dict[str, Any] | None) -> float | None:
@@ -207,12 +210,23 @@ def runs_listed(change: Change) -> str:
 
 
 def format_changes(changes: list[Change]) -> list[str]:
-    """Lines 'case: old -> new (delta)' for the terminal."""
+    """Lines 'case: old -> new (delta)' for the terminal, naming the accepted runs a re-recording
+    dropped: until as many nights have passed again, the case's noise stands on fewer runs."""
     lines = []
     for change in changes:
         old = "new" if change.old_median_ms is None else f"{change.old_median_ms:.3f} ms"
         new = f"{change.new_median_ms:.3f} ms"
         delta = "" if change.delta is None else f" ({change.delta:+.1%})"
         runs = f", runs {runs_listed(change)} ms" if len(change.new_runs_ms) > 1 else ""
-        lines.append(f"{change.case}: {old} -> {new}{delta}{runs}")
+        lines.append(f"{change.case}: {old} -> {new}{delta}{runs}{_dropped_text(change.dropped_history_runs)}")
     return lines
+
+
+def _dropped_text(runs: int) -> str:
+    """'; 7 accepted runs of its history dropped: ...' where a re-recording dropped any."""
+    if not runs:
+        return ""
+    return (
+        f"; {runs} accepted run{'s' * (runs > 1)} of its history dropped: "
+        "its noise is measured from this recording until --perf-history adds nights again"
+    )
