@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.append is None:
         table.to_csv(sys.stdout, index=False, float_format="%.4f")
         return 0
-    header = args.append.read_text().partition("\n")[0].split(",")
+    header = pd.read_csv(args.append, nrows=0).columns.tolist()
     if header != COLUMNS:
         raise SystemExit(f"{args.append}: its header is {header}, not {COLUMNS}")
     table.to_csv(args.append, mode="a", header=False, index=False, float_format="%.4f")
