@@ -10,12 +10,12 @@ standard output, with the header.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import pandas as pd
 
+from studies import evidence_rows
 from studies.trust_table import detection_runs
 
 COLUMNS = [
@@ -42,20 +42,8 @@ def rows(lease: str, junit_files: list[Path]) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("lease")
-    parser.add_argument("junit_files", nargs="+", type=Path)
-    parser.add_argument("--append", type=Path, help="the table to append to; it must exist with this header")
-    args = parser.parse_args(argv)
-    table = rows(args.lease, args.junit_files)
-    if args.append is None:
-        table.to_csv(sys.stdout, index=False, float_format="%.4f")
-        return 0
-    header = pd.read_csv(args.append, nrows=0).columns.tolist()
-    if header != COLUMNS:
-        raise SystemExit(f"{args.append}: its header is {header}, not {COLUMNS}")
-    table.to_csv(args.append, mode="a", header=False, index=False, float_format="%.4f")
-    print(f"{args.append}: {len(table)} rows added")
+    args = evidence_rows.arguments(argv, __doc__.splitlines()[0], "JUNIT")
+    evidence_rows.write(rows(args.lease, args.sources), COLUMNS, args.append, float_format="%.4f")
     return 0
 
 
