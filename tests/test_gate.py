@@ -1,5 +1,7 @@
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 from trainperf import gate
 
@@ -198,3 +200,21 @@ def test_a_failed_case_that_waits_for_the_host_is_told_to_calibrate_until_it_has
     calibrated = dataclasses.replace(one_session, history_ms=[10.4, 12.9])
     assert hint not in gate.with_host(failed, waiting, calibrated).message
     assert hint not in gate.with_host(failed, {**waiting, "gpu_busy_share": 0.97}, one_session).message
+
+
+def test_a_failure_in_a_run_whose_iterations_spread_far_beyond_the_recording_says_it_was_disturbed() -> None:
+    """An A/A run captured on an H200 (lease P): a host stall spread timm_resnet50/amp_bf16's iterations
+    13% against 0.1% recorded; hf_llama/compile, slower on that host, spread about three times its own."""
+    root = Path(__file__).parents[1]
+    run = json.loads((root / "tests" / "data" / "h200_examples_aa.run.json").read_text())
+    stored = json.loads((root / "baselines" / "nvidia-h200.json").read_text())["cases"]
+    hint = "something stalled while it ran"
+    for case, stalled in (("timm_resnet50/amp_bf16", True), ("hf_llama/compile", False)):
+        entry = stored[case]
+        recorded = gate.Baseline(entry["samples_ms"], entry["run_medians_ms"])  # as judged: no history yet
+        judged = next(b for b in run["benchmarks"] if b["name"] == case)
+        check = gate.baseline_check(case, [s * 1e3 for s in judged["stats"]["data"]], recorded, strict=True)
+        assert check.passed is False
+        assert (hint in check.message) is stalled, check.message
+    steady = gate.baseline_check("w/a", [13.0] * 20, gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9]), strict=True)
+    assert steady.passed is False and hint not in steady.message

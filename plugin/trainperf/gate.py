@@ -27,6 +27,10 @@ UNRELIABLE = "unreliable"
 # GPU busy share below which a case waits for the host: GPU-bound cases kept 93-99% on fresh H200 leases,
 # launch-bound ones 30-89% (docs/evidence/h200-calibration.md); it only words a failure's hint
 HOST_BOUND_BUSY = 0.9
+# A run whose iterations spread this many times as widely as the recorded runs' (and beyond the floor)
+# was disturbed while it ran: a host stall spread one case's iterations 13% against 0.1% recorded
+# (docs/evidence/h200-examples-gate.md, lease P); it only words a failure's hint
+DISTURBED_SPREAD_FACTOR = 5.0
 # NVML clock event reasons that slow every kernel: a time measured under them says little about the code
 UNRELIABLE_THROTTLES = ("hardware slowdown", "software thermal slowdown", "hardware thermal slowdown",
                         "hardware power brake")  # fmt: skip
@@ -145,8 +149,24 @@ def baseline_check(
         )
         slower = delta > noise.threshold and p_value < alpha
     if slower:
-        return Check("baseline", False, f"{case}: slower than baseline: {figures}; {allowance}")
+        return Check(
+            "baseline",
+            False,
+            f"{case}: slower than baseline: {figures}; {allowance}{_disturbed_text(current, baseline, floor)}",
+        )
     return Check("baseline", True, f"{case}: {figures}; {allowance}")
+
+
+def _disturbed_text(current: Sequence[float], baseline: Baseline, floor: float) -> str:
+    """A note where this run's iterations spread far more widely than the recorded runs' did: something
+    stalled while it ran (another process, the host, or the code itself), which a second look tells."""
+    now = stats.iteration_spread(current, 1)
+    if now <= max(floor, DISTURBED_SPREAD_FACTOR * baseline.iteration_spread):
+        return ""
+    return (
+        f"; its iterations spread {now:.1%} in this run against {baseline.iteration_spread:.1%} where recorded: "
+        "something stalled while it ran (another process, the host, or the code itself)"
+    )
 
 
 def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) -> Check:
