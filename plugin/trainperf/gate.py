@@ -159,7 +159,7 @@ def baseline_check(
 
 def _disturbed_text(current: Sequence[float], baseline: Baseline, floor: float) -> str:
     """A note where this run's iterations spread far more widely than the recorded runs' did: something
-    stalled while it ran (another process, the host, or the code itself), which a second look tells."""
+    stalled while it ran, so its median says less about the code than a steady run's would."""
     now = stats.iteration_spread(current, 1)
     if now <= max(floor, DISTURBED_SPREAD_FACTOR * baseline.iteration_spread):
         return ""
