@@ -27,24 +27,32 @@ CAUGHT = "slower than baseline"
 UPHELD = "(first measurement:"  # a failure the gate measured again before failing it
 
 
+def run_frame(path: Path, run: str) -> pd.DataFrame:
+    """One row per case of the run document ``path``, named ``run``: its figures, the clocks and host
+    steal while it was timed, the checks it failed and whether a second measurement upheld a failed time."""
+    cases = document.load(path).cases
+    frame = document.cases_frame(cases).assign(run=run)
+    during = [case["extra_info"].get("clocks", {}).get("during") or {} for case in cases]
+    frame["min_sm_mhz"] = [reading.get("min_sm_clock_mhz") for reading in during]
+    frame["events"] = [", ".join(reading.get("throttle", [])) or "none" for reading in during]
+    frame["host_steal"] = [reading.get("host_steal_share") for reading in during]
+    checks = [case["extra_info"]["checks"] for case in cases]
+    frame["failed"] = [", ".join(check["name"] for check in found if check["passed"] is False) for found in checks]
+    frame["upheld"] = [
+        any(c["name"] == "baseline" and c["passed"] is False and UPHELD in c["message"] for c in found)
+        for found in checks
+    ]
+    return frame
+
+
 def aa_frame(folders: list[Path]) -> pd.DataFrame:
     """One row per case and A/A run."""
-    rows = []
-    for path in sorted(path for folder in folders for path in folder.glob("aa-*/run.json")):
-        run = document.load(path)
-        frame = document.cases_frame(run.cases).assign(run=str(path.parent.relative_to(path.parents[2])))
-        during = [case["extra_info"].get("clocks", {}).get("during") or {} for case in run.cases]
-        frame["min_sm_mhz"] = [reading.get("min_sm_clock_mhz") for reading in during]
-        frame["events"] = [", ".join(reading.get("throttle", [])) or "none" for reading in during]
-        frame["host_steal"] = [reading.get("host_steal_share") for reading in during]
-        frame["failed"] = [
-            ", ".join(check["name"] for check in case["extra_info"]["checks"] if check["passed"] is False)
-            for case in run.cases
-        ]
-        rows.append(frame)
-    if not rows:
+    paths = sorted(path for folder in folders for path in folder.glob("aa-*/run.json"))
+    if not paths:
         raise SystemExit(f"no aa-*/run.json under {', '.join(map(str, folders))}")
-    return pd.concat(rows, ignore_index=True)
+    return pd.concat(
+        [run_frame(path, str(path.parent.relative_to(path.parents[2]))) for path in paths], ignore_index=True
+    )
 
 
 def aa_table(runs: pd.DataFrame, committed: dict[str, float]) -> pd.DataFrame:
