@@ -191,6 +191,17 @@ def test_a_failed_time_names_how_fast_this_host_issued_ops_against_the_recording
     assert gate.with_host(failed, {}, baseline) == failed  # a run that did not measure its host
 
 
+def test_a_failed_time_names_the_steal_on_the_timing_thread_s_cores_and_on_all_cores() -> None:
+    baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
+    failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
+    during = {"host_dispatch_us": 5.8, "host_steal_share": 0.026, "thread_steal_share": 0.31}
+    assert gate.with_host(failed, during, baseline).message.endswith(
+        "5.80 µs; the hypervisor gave 31.0% of the timing thread's cores to other guests (2.6% of all cores)"
+    )
+    older = {"host_dispatch_us": 5.8, "host_steal_share": 0.026}  # a run document from before the thread's share
+    assert "hypervisor" not in gate.with_host(failed, older, baseline).message
+
+
 def test_a_failed_case_that_waits_for_the_host_is_told_to_calibrate_until_it_has_a_history() -> None:
     one_session = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
     failed = gate.baseline_check("w/a", [13.0] * 20, one_session, strict=True)

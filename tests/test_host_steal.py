@@ -1,4 +1,5 @@
-"""The host's steal share over a timed stretch, from /proc/stat's first line."""
+"""The host's steal share over a timed stretch, from /proc/stat: of all cores, and of the cores one thread
+ran on."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from trainperf.host_steal import PROC_STAT, StealWatch, cpu_times
+from trainperf.host_steal import PROC_STAT, StealWatch, core_times, cpu_times, thread_core
 
 # /proc/stat's first line as this kernel writes it: user nice system idle iowait irq softirq steal guest guest_nice
 BEFORE = "cpu  1730237 814 146584 2402885 3784 0 824 591 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
@@ -22,7 +23,7 @@ def test_steal_and_total_come_from_the_first_line(tmp_path: Path) -> None:
 def test_the_share_is_steal_over_all_time_between_enter_and_exit(tmp_path: Path) -> None:
     stat = tmp_path / "stat"
     stat.write_text(BEFORE)
-    with StealWatch(stat) as watch:
+    with StealWatch(stat, interval_s=None) as watch:
         stat.write_text(AFTER)  # 200 user + 100 system + 600 idle + 100 steal ticks; guest is inside user
     assert watch.share == pytest.approx(100 / 1000)
 
@@ -31,13 +32,51 @@ def test_nothing_is_claimed_where_proc_stat_cannot_tell(tmp_path: Path) -> None:
     assert cpu_times(tmp_path / "missing") is None
     (tmp_path / "odd").write_text("intr 1 2 3\n")
     assert cpu_times(tmp_path / "odd") is None
-    with StealWatch(tmp_path / "missing") as watch:
+    with StealWatch(tmp_path / "missing", tmp_path / "missing-task") as watch:
         pass
-    assert watch.share is None
+    assert watch.share is None and watch.thread_share is None
+
+
+# The lines of /proc/stat per core, and a thread's stat line, as this kernel writes them (the thread's
+# comm holds a ") " to show that the fields are counted from the last one).
+def cores(*rows: tuple[int, int, int]) -> str:
+    """/proc/stat with one line per (user, idle, steal) core, and the all-cores line first."""
+    lines = [f"cpu{n} {user} 0 0 {idle} 0 0 0 {steal} 0 0" for n, (user, idle, steal) in enumerate(rows)]
+    return "cpu  1 0 0 1 0 0 0 0 0 0\n" + "\n".join(lines) + "\nintr 8879741 0 0\n"
+
+
+def on_core(core: int) -> str:
+    fields = ["R", *["0"] * 35, str(core), "0", "0"]  # "processor" is the 37th field after the comm
+    return "1583 (py) thread) " + " ".join(fields) + "\n"
+
+
+def test_each_core_and_the_core_a_thread_last_ran_on_are_read(tmp_path: Path) -> None:
+    stat, task = tmp_path / "stat", tmp_path / "task"
+    stat.write_text(cores((10, 80, 10), (50, 50, 0)))
+    task.write_text(on_core(1))
+    assert core_times(stat) == {0: (10, 100), 1: (0, 100)}
+    assert thread_core(task) == 1
+    task.write_text("1583 (py) R 1 2\n")
+    assert thread_core(task) is None
+    assert core_times(tmp_path / "missing") == {}
+
+
+def test_the_thread_share_counts_each_stretch_on_the_core_the_thread_was_on(tmp_path: Path) -> None:
+    stat, task = tmp_path / "stat", tmp_path / "task"
+    stat.write_text(cores((0, 0, 0), (0, 0, 0)))
+    task.write_text(on_core(0))
+    with StealWatch(stat, task, interval_s=None) as watch:
+        stat.write_text(cores((5, 0, 5), (10, 0, 0)))  # core 0: half of its 10 ticks stolen
+        watch.sample()
+        task.write_text(on_core(1))
+        stat.write_text(cores((5, 0, 25), (20, 0, 0)))  # the thread on core 1, which lost nothing
+    assert watch.thread_share == pytest.approx(5 / 20)  # 5 stolen of the 10 + 10 ticks it was on
+    assert watch.share is None  # the all-cores line did not move
 
 
 @pytest.mark.skipif(not PROC_STAT.exists(), reason="no /proc/stat: not Linux")
-def test_this_machine_gives_a_share_between_0_and_1() -> None:
+def test_this_machine_gives_shares_between_0_and_1() -> None:
     with StealWatch() as watch:
         time.sleep(0.3)  # the counters move in clock ticks (10 ms); a shorter stretch may see none
     assert watch.share is not None and 0.0 <= watch.share <= 1.0
+    assert watch.thread_share is not None and 0.0 <= watch.thread_share <= 1.0

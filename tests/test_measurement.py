@@ -8,7 +8,13 @@ from trainperf.measurement import Measurement, combined
 
 
 def run(samples: list[float], peak: int, throttle: list[str], steal: float = 0.0, host_us: float = 5.0) -> Measurement:
-    reading = {"throttle": throttle, "min_sm_clock_mhz": 1980, "host_steal_share": steal, "host_dispatch_us": host_us}
+    reading = {
+        "throttle": throttle,
+        "min_sm_clock_mhz": 1980,
+        "host_steal_share": steal,
+        "thread_steal_share": 10 * steal,
+        "host_dispatch_us": host_us,
+    }
     return Measurement(
         samples_ms=samples,
         reader_ms=[0.1] * len(samples),
@@ -34,6 +40,7 @@ def test_runs_keep_every_iteration_each_median_every_throttle_and_the_most_steal
     assert together.peak_memory_bytes == 300
     assert together.clocks["during"]["throttle"] == ["hardware slowdown"]
     assert together.clocks["during"]["host_steal_share"] == 0.03  # the worst run's
+    assert together.clocks["during"]["thread_steal_share"] == 0.3
     assert together.first_step_s == 2.0  # compilation shows in the first run
 
 

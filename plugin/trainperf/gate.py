@@ -170,9 +170,10 @@ def _disturbed_text(current: Sequence[float], baseline: Baseline, floor: float) 
 
 
 def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) -> Check:
-    """A failed time check with the host's figures added: a host that issues ops slower slows
-    launch-bound cases (the GPU waits, its busy share below 100%) with the same code. Where such a
-    case's noise comes from one recording session alone, the message says how to measure it wider."""
+    """A failed time check with the host's figures added: a host that issues ops slower, or whose cores
+    other guests hold (steal), slows launch-bound cases (the GPU waits, its busy share below 100%) with
+    the same code. Where such a case's noise comes from one recording session alone, the message says
+    how to measure it wider."""
     now_us = during.get("host_dispatch_us")
     if check.passed is not False or now_us is None:
         return check
@@ -180,6 +181,12 @@ def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) 
     recorded_us = None if stored is None else stored.host_dispatch_us
     if recorded_us:
         text += f", {recorded_us:.2f} µs where recorded ({now_us / recorded_us - 1:+.0%})"
+    thread_steal, steal = during.get("thread_steal_share"), during.get("host_steal_share")
+    if thread_steal is not None and steal is not None:
+        text += (
+            f"; the hypervisor gave {thread_steal:.1%} of the timing thread's cores to other guests "
+            f"({steal:.1%} of all cores)"
+        )
     busy = during.get("gpu_busy_share")
     if busy is not None:
         text += f"; the GPU was busy {busy:.0%} of the time"

@@ -1,44 +1,116 @@
-"""How much of the host's CPU time the hypervisor gave to other guests while a case was timed.
+"""How much CPU time the hypervisor gave to other guests while a case was timed: of all the host's
+cores, and of the cores the timing thread itself ran on.
 
 On a shared virtual machine, a launch-bound case slows when other guests hold the host's cores, and the
-steal counter of /proc/stat shows part of it (docs/evidence/h200-noise-sources.md). The share is kept
-beside each case's clocks so that a slow run can be told from slow code. Reads nothing off Linux.
+steal counters of /proc/stat show part of it (docs/evidence/h200-noise-sources.md). Steal spread over
+16 cores says little about the one core that issues the GPU's work, so a sampling thread also follows
+that thread from core to core. Both shares are kept beside each case's clocks so that a slow run can be
+told from slow code. Reads nothing off Linux.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 PROC_STAT = Path("/proc/stat")
 STEAL = 7  # index of steal among the counters after "cpu": user nice system idle iowait irq softirq steal
+PROCESSOR = 36  # index of "processor" (the core last run on) after the ")" of /proc/<pid>/task/<tid>/stat
+SAMPLE_INTERVAL_S = 0.1  # the counters move in clock ticks of 10 ms: 10 per core per sample
+
+Ticks = tuple[int, int]  # (steal, total) clock ticks since boot
 
 
-def cpu_times(stat: Path = PROC_STAT) -> tuple[int, int] | None:
-    """(steal, total) clock ticks of all cores since boot; None where /proc/stat cannot tell."""
-    try:
-        fields = stat.read_text().split("\n", 1)[0].split()
-    except OSError:
-        return None
-    if len(fields) < STEAL + 2 or fields[0] != "cpu":
+def _ticks(fields: list[str]) -> Ticks | None:
+    if len(fields) < STEAL + 2:
         return None
     counters = [int(value) for value in fields[1 : STEAL + 2]]  # guest time is counted in user already
     return counters[STEAL], sum(counters)
 
 
-class StealWatch:
-    """``share``: steal over all CPU time of the host's cores between entering and leaving; None where
-    /proc/stat cannot tell or no clock tick (10 ms) was counted in between."""
+def cpu_times(stat: Path = PROC_STAT) -> Ticks | None:
+    """(steal, total) clock ticks of all cores since boot; None where /proc/stat cannot tell."""
+    try:
+        fields = stat.read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    return _ticks(fields) if fields and fields[0] == "cpu" else None
 
-    def __init__(self, stat: Path = PROC_STAT) -> None:
-        self.stat = stat
+
+def core_times(stat: Path = PROC_STAT) -> dict[int, Ticks]:
+    """(steal, total) clock ticks of each core since boot, by core number; empty where /proc/stat cannot tell."""
+    try:
+        lines = stat.read_text().splitlines()
+    except OSError:
+        return {}
+    cores = {}
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0].startswith("cpu") and fields[0][3:].isdigit() and (ticks := _ticks(fields)):
+            cores[int(fields[0][3:])] = ticks
+    return cores
+
+
+def thread_core(task_stat: Path) -> int | None:
+    """The core a thread last ran on, from its /proc/<pid>/task/<tid>/stat; None where it cannot tell."""
+    try:
+        fields = task_stat.read_text().rsplit(")", 1)[1].split()
+        return int(fields[PROCESSOR])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class StealWatch:
+    """``share``: steal over all CPU time of the host's cores between entering and leaving.
+    ``thread_share``: the same over the cores the entering thread ran on, each stretch of
+    ``interval_s`` counted on the core the thread was on at its end (no sampling thread where
+    ``interval_s`` is None: the owner calls ``sample``). Each is None where /proc/stat cannot tell or
+    no clock tick (10 ms) was counted in between."""
+
+    def __init__(
+        self, stat: Path = PROC_STAT, task_stat: Path | None = None, interval_s: float | None = SAMPLE_INTERVAL_S
+    ) -> None:
+        self.stat, self.task_stat, self.interval_s = stat, task_stat, interval_s
         self.share: float | None = None
-        self._start: tuple[int, int] | None = None
+        self.thread_share: float | None = None
+        self._start: Ticks | None = None
+        self._cores: dict[int, Ticks] = {}
+        self._thread_ticks = [0, 0]
+        self._stop = threading.Event()
+        self._sampler: threading.Thread | None = None
 
     def __enter__(self) -> StealWatch:
+        if self.task_stat is None:
+            self.task_stat = Path(f"/proc/self/task/{threading.get_native_id()}/stat")
         self._start = cpu_times(self.stat)
+        self._cores = core_times(self.stat)
+        if self.interval_s is not None and self._cores:
+            self._sampler = threading.Thread(target=self._sample_until_stopped, name="trainperf-steal", daemon=True)
+            self._sampler.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._sampler is not None:
+            self._sampler.join()
+        self.sample()
         end = cpu_times(self.stat)
         if self._start is not None and end is not None and end[1] > self._start[1]:
             self.share = (end[0] - self._start[0]) / (end[1] - self._start[1])
+        steal, total = self._thread_ticks
+        self.thread_share = steal / total if total else None
+
+    def sample(self) -> None:
+        """Count the ticks since the last sample on the core the watched thread is on now."""
+        cores = core_times(self.stat)
+        core = None if self.task_stat is None else thread_core(self.task_stat)
+        if core is not None and core in cores and core in self._cores:
+            (steal, total), (steal_before, total_before) = cores[core], self._cores[core]
+            self._thread_ticks[0] += steal - steal_before
+            self._thread_ticks[1] += total - total_before
+        self._cores = cores or self._cores
+
+    def _sample_until_stopped(self) -> None:
+        assert self.interval_s is not None
+        while not self._stop.wait(self.interval_s):
+            self.sample()

@@ -47,9 +47,10 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
     throttles = sorted({t for reading in readings for t in reading.get("throttle", [])})
     during = {**(first.clocks.get("during") or {}), "throttle": throttles}
     durings = [run.clocks.get("during") or {} for run in runs]
-    steals = [reading["host_steal_share"] for reading in durings if "host_steal_share" in reading]
-    if steals:
-        during["host_steal_share"] = max(steals)
+    for key in ("host_steal_share", "thread_steal_share"):
+        steals = [reading[key] for reading in durings if key in reading]
+        if steals:
+            during[key] = max(steals)
     for key, typical in (("host_dispatch_us", statistics.median), ("gpu_busy_share", statistics.fmean)):
         values = [reading[key] for reading in durings if key in reading]
         if values:

@@ -97,7 +97,8 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
     for case in cases:
         clocks = case["extra_info"].get("clocks") or {}
         before, after = clocks.get("before") or {}, clocks.get("after") or {}
-        steal = (clocks.get("during") or {}).get("host_steal_share")
+        during = clocks.get("during") or {}
+        steal, thread_steal = during.get("host_steal_share"), during.get("thread_steal_share")
         if not before and not after:
             continue
         throttle = sorted({*before.get("throttle", []), *after.get("throttle", [])})
@@ -111,6 +112,7 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
                 "W after": after.get("power_w"),
                 "throttle": ", ".join(throttle) or "none",
                 "host steal %": None if steal is None else round(100 * steal, 2),
+                "timing thread's cores' steal %": None if thread_steal is None else round(100 * thread_steal, 2),
             }
         )
     return pd.DataFrame(rows)
