@@ -2,10 +2,12 @@
 cores, and of the cores the timing thread itself ran on.
 
 On a shared virtual machine, a launch-bound case slows when other guests hold the host's cores, and the
-steal counters of /proc/stat show part of it (docs/evidence/h200-noise-sources.md). Steal spread over
-16 cores says little about the one core that issues the GPU's work, so a sampling thread also follows
-that thread from core to core. Both shares are kept beside each case's clocks so that a slow run can be
-told from slow code. Reads nothing off Linux.
+steal counters of /proc/stat show part of it (docs/evidence/h200-noise-sources.md). Steal over all cores
+does not say whether the one core that issues the GPU's work lost time, so a sampling thread follows
+that thread from core to core. On the H200 hosts measured, it stayed near zero while the steal of all
+cores marked the runs that neighbours slowed (docs/evidence/h200-examples-gate.md, leases R and S).
+Both shares are kept beside each case's clocks so that a slow run can be told from slow code. Reads
+nothing off Linux.
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ def core_times(stat: Path = PROC_STAT) -> dict[int, Ticks]:
         return {}
     cores = {}
     for line in lines:
+        if not line.startswith("cpu"):
+            break  # the per-core lines come first; the rest (intr, ctxt, ...) is long and not needed
         fields = line.split()
-        if fields and fields[0].startswith("cpu") and fields[0][3:].isdigit() and (ticks := _ticks(fields)):
+        if fields[0][3:].isdigit() and (ticks := _ticks(fields)):
             cores[int(fields[0][3:])] = ticks
     return cores
 
