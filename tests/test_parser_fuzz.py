@@ -22,7 +22,10 @@ from trainperf.report import document
 from trainperf.report.document import RunDocumentError
 
 DATA = Path(__file__).parent / "data"
-ODD_VALUES = st.sampled_from([None, "x", "", -1, 0, 1e300, float("nan"), [], [None], {}, {"a": 1}, True])
+# Each draw a fresh copy: a shared list or dict, once placed in a document, could be mutated into itself.
+ODD_VALUES = st.sampled_from([None, "x", "", -1, 0, 1e300, float("nan"), [], [None], {}, {"a": 1}, True]).map(
+    copy.deepcopy
+)
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
