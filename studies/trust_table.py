@@ -37,6 +37,7 @@ def run_frame(path: Path, run: str) -> pd.DataFrame:
     frame["events"] = [", ".join(reading.get("throttle", [])) or "none" for reading in during]
     frame["host_steal"] = [reading.get("host_steal_share") for reading in during]
     frame["thread_steal"] = [reading.get("thread_steal_share") for reading in during]
+    frame["others_cpu"] = [reading.get("other_processes_share") for reading in during]
     checks = [case["extra_info"]["checks"] for case in cases]
     frame["failed"] = [", ".join(check["name"] for check in found if check["passed"] is False) for found in checks]
     frame["upheld"] = [

@@ -191,6 +191,15 @@ def test_a_failed_time_names_how_fast_this_host_issued_ops_against_the_recording
     assert gate.with_host(failed, {}, baseline) == failed  # a run that did not measure its host
 
 
+def test_a_failed_time_names_the_cpu_other_processes_of_the_machine_used() -> None:
+    baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
+    failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
+    during = {"host_dispatch_us": 5.8, "other_processes_share": 0.214}
+    assert gate.with_host(failed, during, baseline).message.endswith(
+        "5.80 µs; other processes of this machine used 21.4% of its cores"
+    )
+
+
 def test_a_failed_time_names_the_steal_on_the_timing_thread_s_cores_and_on_all_cores() -> None:
     baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
     failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from trainperf.host_steal import PROC_STAT, StealWatch, core_times, cpu_times, thread_core
+from trainperf.host_steal import PROC_STAT, StealWatch, busy_times, core_times, cpu_times, process_ticks, thread_core
 
 # /proc/stat's first line as this kernel writes it: user nice system idle iowait irq softirq steal guest guest_nice
 BEFORE = "cpu  1730237 814 146584 2402885 3784 0 824 591 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
@@ -32,9 +32,28 @@ def test_nothing_is_claimed_where_proc_stat_cannot_tell(tmp_path: Path) -> None:
     assert cpu_times(tmp_path / "missing") is None
     (tmp_path / "odd").write_text("intr 1 2 3\n")
     assert cpu_times(tmp_path / "odd") is None
-    with StealWatch(tmp_path / "missing", tmp_path / "missing-task") as watch:
+    assert busy_times(tmp_path / "odd") is None and process_ticks(tmp_path / "missing") is None
+    with StealWatch(tmp_path / "missing", tmp_path / "missing-task", process_stat=tmp_path / "missing") as watch:
         pass
-    assert watch.share is None and watch.thread_share is None
+    assert watch.share is None and watch.thread_share is None and watch.others_share is None
+
+
+def process(utime: int, stime: int) -> str:
+    """A process's /proc/<pid>/stat line; utime and stime are the 12th and 13th fields after the comm."""
+    fields = ["S", *["0"] * 10, str(utime), str(stime), *["0"] * 30]
+    return "1583 (py) thread) " + " ".join(fields) + "\n"
+
+
+def test_other_processes_share_is_the_busy_time_less_this_process_s_own(tmp_path: Path) -> None:
+    stat, own = tmp_path / "stat", tmp_path / "self"
+    stat.write_text(BEFORE)
+    own.write_text(process(1000, 200))
+    assert busy_times(stat) == (1730237 + 814 + 146584 + 824, 1730237 + 814 + 146584 + 2402885 + 3784 + 824 + 591)
+    assert process_ticks(own) == 1200
+    with StealWatch(stat, interval_s=None, process_stat=own) as watch:
+        stat.write_text(AFTER)  # 300 busy ticks of 1000 on the machine
+        own.write_text(process(1080, 220))  # of which this process used 100
+    assert watch.others_share == pytest.approx(200 / 1000)
 
 
 # The lines of /proc/stat per core, and a thread's stat line, as this kernel writes them (the thread's
@@ -80,3 +99,4 @@ def test_this_machine_gives_shares_between_0_and_1() -> None:
         time.sleep(0.3)  # the counters move in clock ticks (10 ms); a shorter stretch may see none
     assert watch.share is not None and 0.0 <= watch.share <= 1.0
     assert watch.thread_share is not None and 0.0 <= watch.thread_share <= 1.0
+    assert watch.others_share is not None and 0.0 <= watch.others_share <= 1.0

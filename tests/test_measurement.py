@@ -13,6 +13,7 @@ def run(samples: list[float], peak: int, throttle: list[str], steal: float = 0.0
         "min_sm_clock_mhz": 1980,
         "host_steal_share": steal,
         "thread_steal_share": 10 * steal,
+        "other_processes_share": 5 * steal,
         "host_dispatch_us": host_us,
     }
     return Measurement(
@@ -41,6 +42,7 @@ def test_runs_keep_every_iteration_each_median_every_throttle_and_the_most_steal
     assert together.clocks["during"]["throttle"] == ["hardware slowdown"]
     assert together.clocks["during"]["host_steal_share"] == 0.03  # the worst run's
     assert together.clocks["during"]["thread_steal_share"] == 0.3
+    assert together.clocks["during"]["other_processes_share"] == 0.15
     assert together.first_step_s == 2.0  # compilation shows in the first run
 
 

@@ -171,9 +171,9 @@ def _disturbed_text(current: Sequence[float], baseline: Baseline, floor: float) 
 
 def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) -> Check:
     """A failed time check with the host's figures added: a host that issues ops slower, or whose cores
-    other guests hold (steal), slows launch-bound cases (the GPU waits, its busy share below 100%) with
-    the same code. Where such a case's noise comes from one recording session alone, the message says
-    how to measure it wider."""
+    other guests (steal) or other processes hold, slows launch-bound cases (the GPU waits, its busy
+    share below 100%) with the same code. Where such a case's noise comes from one recording session
+    alone, the message says how to measure it wider."""
     now_us = during.get("host_dispatch_us")
     if check.passed is not False or now_us is None:
         return check
@@ -187,6 +187,9 @@ def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) 
             f"; the hypervisor gave {thread_steal:.1%} of the timing thread's cores to other guests "
             f"({steal:.1%} of all cores)"
         )
+    others = during.get("other_processes_share")
+    if others is not None:
+        text += f"; other processes of this machine used {others:.1%} of its cores"
     busy = during.get("gpu_busy_share")
     if busy is not None:
         text += f"; the GPU was busy {busy:.0%} of the time"

@@ -1,13 +1,15 @@
 """How much CPU time the hypervisor gave to other guests while a case was timed: of all the host's
-cores, and of the cores the timing thread itself ran on.
+cores, and of the cores the timing thread itself ran on; and how much of the machine's own CPU time
+processes other than the timing one used meanwhile.
 
 On a shared virtual machine, a launch-bound case slows when other guests hold the host's cores, and the
 steal counters of /proc/stat show part of it (docs/evidence/h200-noise-sources.md). Steal over all cores
 does not say whether the one core that issues the GPU's work lost time, so a sampling thread follows
 that thread from core to core. On the H200 hosts measured, it stayed near zero while the steal of all
 cores marked the runs that neighbours slowed (docs/evidence/h200-examples-gate.md, leases R and S).
-Both shares are kept beside each case's clocks so that a slow run can be told from slow code. Reads
-nothing off Linux.
+A slow run with no steal may instead share the machine with its own background work (compile
+workers, daemons): the third share tells that apart. All three are kept beside each case's clocks so
+that a slow run can be told from slow code. Reads nothing off Linux.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import threading
 from pathlib import Path
 
 PROC_STAT = Path("/proc/stat")
+SELF_STAT = Path("/proc/self/stat")
 STEAL = 7  # index of steal among the counters after "cpu": user nice system idle iowait irq softirq steal
+BUSY = (0, 1, 2, 5, 6)  # user nice system irq softirq: time the machine's own processes ran
 PROCESSOR = 36  # index of "processor" (the core last run on) after the ")" of /proc/<pid>/task/<tid>/stat
+UTIME = 11  # index of utime (then stime) after the ")" of /proc/<pid>/stat, in the same clock ticks
 SAMPLE_INTERVAL_S = 0.1  # the counters move in clock ticks of 10 ms: 10 per core per sample
 
-Ticks = tuple[int, int]  # (steal, total) clock ticks since boot
+Ticks = tuple[int, int]  # (steal or busy, total) clock ticks since boot
 
 
 def _ticks(fields: list[str]) -> Ticks | None:
@@ -55,6 +60,28 @@ def core_times(stat: Path = PROC_STAT) -> dict[int, Ticks]:
     return cores
 
 
+def busy_times(stat: Path = PROC_STAT) -> Ticks | None:
+    """(busy, total) clock ticks of all cores since boot, busy being the time any process of this
+    machine ran; None where /proc/stat cannot tell."""
+    try:
+        fields = stat.read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    if len(fields) < STEAL + 2 or fields[0] != "cpu":
+        return None
+    counters = [int(value) for value in fields[1 : STEAL + 2]]
+    return sum(counters[i] for i in BUSY), sum(counters)
+
+
+def process_ticks(process_stat: Path = SELF_STAT) -> int | None:
+    """User and system clock ticks a process has used, all its threads together; None where it cannot tell."""
+    try:
+        fields = process_stat.read_text().rsplit(")", 1)[1].split()
+        return int(fields[UTIME]) + int(fields[UTIME + 1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def thread_core(task_stat: Path) -> int | None:
     """The core a thread last ran on, from its /proc/<pid>/task/<tid>/stat; None where it cannot tell."""
     try:
@@ -68,16 +95,24 @@ class StealWatch:
     """``share``: steal over all CPU time of the host's cores between entering and leaving.
     ``thread_share``: the same over the cores the entering thread ran on, each stretch of
     ``interval_s`` counted on the core the thread was on at its end (no sampling thread where
-    ``interval_s`` is None: the owner calls ``sample``). Each is None where /proc/stat cannot tell or
-    no clock tick (10 ms) was counted in between."""
+    ``interval_s`` is None: the owner calls ``sample``). ``others_share``: the busy time of the
+    machine's cores less this process's own, over all their time. Each is None where /proc cannot
+    tell or no clock tick (10 ms) was counted in between."""
 
     def __init__(
-        self, stat: Path = PROC_STAT, task_stat: Path | None = None, interval_s: float | None = SAMPLE_INTERVAL_S
+        self,
+        stat: Path = PROC_STAT,
+        task_stat: Path | None = None,
+        interval_s: float | None = SAMPLE_INTERVAL_S,
+        process_stat: Path = SELF_STAT,
     ) -> None:
-        self.stat, self.task_stat, self.interval_s = stat, task_stat, interval_s
+        self.stat, self.task_stat, self.interval_s, self.process_stat = stat, task_stat, interval_s, process_stat
         self.share: float | None = None
         self.thread_share: float | None = None
+        self.others_share: float | None = None
         self._start: Ticks | None = None
+        self._busy_start: Ticks | None = None
+        self._own_start: int | None = None
         self._cores: dict[int, Ticks] = {}
         self._thread_ticks = [0, 0]
         self._stop = threading.Event()
@@ -87,6 +122,7 @@ class StealWatch:
         if self.task_stat is None:
             self.task_stat = Path(f"/proc/self/task/{threading.get_native_id()}/stat")
         self._start = cpu_times(self.stat)
+        self._busy_start, self._own_start = busy_times(self.stat), process_ticks(self.process_stat)
         self._cores = core_times(self.stat)
         if self.interval_s is not None and self._cores:
             self._sampler = threading.Thread(target=self._sample_until_stopped, name="trainperf-steal", daemon=True)
@@ -103,6 +139,14 @@ class StealWatch:
             self.share = (end[0] - self._start[0]) / (end[1] - self._start[1])
         steal, total = self._thread_ticks
         self.thread_share = steal / total if total else None
+        self.others_share = self._others_share(busy_times(self.stat), process_ticks(self.process_stat))
+
+    def _others_share(self, busy: Ticks | None, own: int | None) -> float | None:
+        if busy is None or own is None or self._busy_start is None or self._own_start is None:
+            return None
+        total = busy[1] - self._busy_start[1]
+        others = (busy[0] - self._busy_start[0]) - (own - self._own_start)
+        return min(max(others / total, 0.0), 1.0) if total > 0 else None  # the two counts are read apart
 
     def sample(self) -> None:
         """Count the ticks since the last sample on the core the watched thread is on now."""

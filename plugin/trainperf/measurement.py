@@ -40,14 +40,14 @@ class Measurement:
 def combined(runs: Sequence[Measurement]) -> Measurement:
     """Independent runs of one case (each built, warmed up and timed afresh) as one measurement: every
     timed iteration, each run's median; accuracy, losses and compile time of the first run, peak memory
-    the highest, the clocks of the first run with every run's throttle reasons, the most host steal, the
-    median host dispatch time and the mean GPU busy share."""
+    the highest, the clocks of the first run with every run's throttle reasons, the most host steal and
+    CPU use by other processes, the median host dispatch time and the mean GPU busy share."""
     first = runs[0]
     readings = [reading for run in runs for reading in run.clocks.values() if reading]
     throttles = sorted({t for reading in readings for t in reading.get("throttle", [])})
     during = {**(first.clocks.get("during") or {}), "throttle": throttles}
     durings = [run.clocks.get("during") or {} for run in runs]
-    for key in ("host_steal_share", "thread_steal_share"):
+    for key in ("host_steal_share", "thread_steal_share", "other_processes_share"):
         steals = [reading[key] for reading in durings if key in reading]
         if steals:
             during[key] = max(steals)

@@ -108,13 +108,15 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
 
 def _during(watch: devices.ClockWatch, steal: StealWatch, host_us: float) -> dict[str, object]:
     """What was seen while the iterations were timed: the GPU's clocks, the host's steal (of all cores,
-    and of the cores the timing thread ran on), and how fast the host issued an op just before
-    (``host_speed``)."""
+    and of the cores the timing thread ran on), the CPU share other processes of this machine used,
+    and how fast the host issued an op just before (``host_speed``)."""
     during: dict[str, object] = {**(watch.summary() or {}), "host_dispatch_us": host_us}
     if steal.share is not None:
         during["host_steal_share"] = steal.share
     if steal.thread_share is not None:
         during["thread_steal_share"] = steal.thread_share
+    if steal.others_share is not None:
+        during["other_processes_share"] = steal.others_share
     return during
 
 

@@ -49,7 +49,9 @@ class Report:
     title: str
     headline: Headline
     device: pd.DataFrame  # one row per device the documents name
-    clocks: pd.DataFrame  # per case: SM clock before and after, temperature, power, throttle reasons, steal
+    clocks: (
+        pd.DataFrame
+    )  # per case: SM clock before and after, temperature, power, throttle reasons, steal, other processes' CPU
     sections: list[WorkloadSection]
     notes: list[str]
     sources: list[str]
@@ -99,6 +101,7 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
         before, after = clocks.get("before") or {}, clocks.get("after") or {}
         during = clocks.get("during") or {}
         steal, thread_steal = during.get("host_steal_share"), during.get("thread_steal_share")
+        others = during.get("other_processes_share")
         if not before and not after:
             continue
         throttle = sorted({*before.get("throttle", []), *after.get("throttle", [])})
@@ -113,6 +116,7 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
                 "throttle": ", ".join(throttle) or "none",
                 "host steal %": None if steal is None else round(100 * steal, 2),
                 "timing thread's cores' steal %": None if thread_steal is None else round(100 * thread_steal, 2),
+                "other processes' CPU %": None if others is None else round(100 * others, 2),
             }
         )
     return pd.DataFrame(rows)
