@@ -28,20 +28,30 @@ SAMPLE_INTERVAL_S = 0.1  # the counters move in clock ticks of 10 ms: 10 per cor
 Ticks = tuple[int, int]  # (steal or busy, total) clock ticks since boot
 
 
-def _ticks(fields: list[str]) -> Ticks | None:
+def _counters(fields: list[str]) -> list[int] | None:
+    """user nice system idle iowait irq softirq steal of a "cpu" line's fields; None where it is short."""
     if len(fields) < STEAL + 2:
         return None
-    counters = [int(value) for value in fields[1 : STEAL + 2]]  # guest time is counted in user already
-    return counters[STEAL], sum(counters)
+    return [int(value) for value in fields[1 : STEAL + 2]]  # guest time is counted in user already
+
+
+def _ticks(fields: list[str]) -> Ticks | None:
+    counters = _counters(fields)
+    return None if counters is None else (counters[STEAL], sum(counters))
+
+
+def _all_cores(stat: Path) -> list[str]:
+    """The fields of /proc/stat's first line, that of all cores together; empty where it cannot be read."""
+    try:
+        fields = stat.read_text().split("\n", 1)[0].split()
+    except OSError:
+        return []
+    return fields if fields and fields[0] == "cpu" else []
 
 
 def cpu_times(stat: Path = PROC_STAT) -> Ticks | None:
     """(steal, total) clock ticks of all cores since boot; None where /proc/stat cannot tell."""
-    try:
-        fields = stat.read_text().split("\n", 1)[0].split()
-    except OSError:
-        return None
-    return _ticks(fields) if fields and fields[0] == "cpu" else None
+    return _ticks(_all_cores(stat))
 
 
 def core_times(stat: Path = PROC_STAT) -> dict[int, Ticks]:
@@ -63,14 +73,8 @@ def core_times(stat: Path = PROC_STAT) -> dict[int, Ticks]:
 def busy_times(stat: Path = PROC_STAT) -> Ticks | None:
     """(busy, total) clock ticks of all cores since boot, busy being the time any process of this
     machine ran; None where /proc/stat cannot tell."""
-    try:
-        fields = stat.read_text().split("\n", 1)[0].split()
-    except OSError:
-        return None
-    if len(fields) < STEAL + 2 or fields[0] != "cpu":
-        return None
-    counters = [int(value) for value in fields[1 : STEAL + 2]]
-    return sum(counters[i] for i in BUSY), sum(counters)
+    counters = _counters(_all_cores(stat))
+    return None if counters is None else (sum(counters[i] for i in BUSY), sum(counters))
 
 
 def process_ticks(process_stat: Path = SELF_STAT) -> int | None:

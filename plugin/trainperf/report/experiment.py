@@ -49,9 +49,7 @@ class Report:
     title: str
     headline: Headline
     device: pd.DataFrame  # one row per device the documents name
-    clocks: (
-        pd.DataFrame
-    )  # per case: SM clock before and after, temperature, power, throttle reasons, steal, other processes' CPU
+    clocks: pd.DataFrame  # per case: SM clock, temperature, power, throttle reasons, steal, others' CPU use
     sections: list[WorkloadSection]
     notes: list[str]
     sources: list[str]
