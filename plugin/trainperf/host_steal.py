@@ -73,7 +73,11 @@ def core_times(stat: Path = PROC_STAT) -> dict[int, Ticks]:
 def busy_times(stat: Path = PROC_STAT) -> Ticks | None:
     """(busy, total) clock ticks of all cores since boot, busy being the time any process of this
     machine ran; None where /proc/stat cannot tell."""
-    counters = _counters(_all_cores(stat))
+    return _busy(_all_cores(stat))
+
+
+def _busy(fields: list[str]) -> Ticks | None:
+    counters = _counters(fields)
     return None if counters is None else (sum(counters[i] for i in BUSY), sum(counters))
 
 
@@ -125,8 +129,8 @@ class StealWatch:
     def __enter__(self) -> StealWatch:
         if self.task_stat is None:
             self.task_stat = Path(f"/proc/self/task/{threading.get_native_id()}/stat")
-        self._start = cpu_times(self.stat)
-        self._busy_start, self._own_start = busy_times(self.stat), process_ticks(self.process_stat)
+        fields = _all_cores(self.stat)  # one reading for steal and busy time: the same stretch for both
+        self._start, self._busy_start, self._own_start = _ticks(fields), _busy(fields), process_ticks(self.process_stat)
         self._cores = core_times(self.stat)
         if self.interval_s is not None and self._cores:
             self._sampler = threading.Thread(target=self._sample_until_stopped, name="trainperf-steal", daemon=True)
@@ -138,12 +142,13 @@ class StealWatch:
         if self._sampler is not None:
             self._sampler.join()
         self.sample()
-        end = cpu_times(self.stat)
+        fields = _all_cores(self.stat)
+        end = _ticks(fields)
         if self._start is not None and end is not None and end[1] > self._start[1]:
             self.share = (end[0] - self._start[0]) / (end[1] - self._start[1])
         steal, total = self._thread_ticks
         self.thread_share = steal / total if total else None
-        self.others_share = self._others_share(busy_times(self.stat), process_ticks(self.process_stat))
+        self.others_share = self._others_share(_busy(fields), process_ticks(self.process_stat))
 
     def _others_share(self, busy: Ticks | None, own: int | None) -> float | None:
         if busy is None or own is None or self._busy_start is None or self._own_start is None:

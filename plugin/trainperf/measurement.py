@@ -48,9 +48,9 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
     during = {**(first.clocks.get("during") or {}), "throttle": throttles}
     durings = [run.clocks.get("during") or {} for run in runs]
     for key in ("host_steal_share", "thread_steal_share", "other_processes_share"):
-        steals = [reading[key] for reading in durings if key in reading]
-        if steals:
-            during[key] = max(steals)
+        shares = [reading[key] for reading in durings if key in reading]
+        if shares:
+            during[key] = max(shares)
     for key, typical in (("host_dispatch_us", statistics.median), ("gpu_busy_share", statistics.fmean)):
         values = [reading[key] for reading in durings if key in reading]
         if values:
