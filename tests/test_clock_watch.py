@@ -29,9 +29,15 @@ class FakeNvml:
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
         return SimpleNamespace(gpu=40 if self.readings % 2 else 80)  # the GPU waits for the host at times
 
+    def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
+        return 700_000  # mW: at an H200's cap
+
 
 class FakeNvmlWithoutUtilization(FakeNvml):
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
+        raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
 
 
@@ -52,12 +58,14 @@ def test_watch_keeps_every_reason_seen_and_the_lowest_clock(monkeypatch: pytest.
     assert summary["throttle"] == ["hardware thermal slowdown"]  # idle is not among the reasons told
     assert summary["min_sm_clock_mhz"] == 1200
     assert 0.4 <= summary["gpu_busy_share"] <= 0.8  # the mean of the utilization readings
+    assert 1200 < summary["mean_sm_clock_mhz"] < 1980  # one low reading among the usual
+    assert summary["mean_power_w"] == 700.0
 
 
 def test_a_gpu_that_does_not_report_utilization_still_has_its_clocks_watched(monkeypatch: pytest.MonkeyPatch) -> None:
     summary = watched(FakeNvmlWithoutUtilization(), monkeypatch)
     assert summary is not None and summary["samples"] >= 6 and summary["min_sm_clock_mhz"] == 1200
-    assert "gpu_busy_share" not in summary
+    assert "gpu_busy_share" not in summary and "mean_power_w" not in summary
 
 
 def test_watch_reads_nothing_off_the_gpu() -> None:

@@ -7,10 +7,14 @@ from trainperf import Optimization
 from trainperf.measurement import Measurement, combined
 
 
-def run(samples: list[float], peak: int, throttle: list[str], steal: float = 0.0, host_us: float = 5.0) -> Measurement:
+def run(
+    samples: list[float], peak: int, throttle: list[str], steal: float = 0.0, host_us: float = 5.0, mhz: float = 1980.0
+) -> Measurement:
     reading = {
         "throttle": throttle,
         "min_sm_clock_mhz": 1980,
+        "mean_sm_clock_mhz": mhz,
+        "mean_power_w": mhz / 3,
         "host_steal_share": steal,
         "thread_steal_share": 10 * steal,
         "other_processes_share": 5 * steal,
@@ -49,6 +53,12 @@ def test_runs_keep_every_iteration_each_median_every_throttle_and_the_most_steal
 def test_runs_keep_the_median_host_dispatch_time() -> None:
     runs = [run([10.0], 100, [], host_us=us) for us in (4.0, 9.0, 5.0)]
     assert combined(runs).clocks["during"]["host_dispatch_us"] == 5.0
+
+
+def test_runs_keep_the_mean_clock_and_power_over_all_of_them() -> None:
+    runs = [run([10.0], 100, [], mhz=mhz) for mhz in (1980.0, 1500.0, 1620.0)]
+    during = combined(runs).clocks["during"]
+    assert during["mean_sm_clock_mhz"] == 1700.0 and during["mean_power_w"] == pytest.approx(1700.0 / 3)
 
 
 def test_a_declared_floor_stays_at_or_below_ten_percent() -> None:

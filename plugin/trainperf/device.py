@@ -167,8 +167,10 @@ def clock_state(device: torch.device) -> dict[str, Any] | None:
 
 class ClockWatch:
     """While a case's timed iterations run, a thread reads NVML every ``interval_s``: the clock event
-    reasons seen, the lowest SM clock and the GPU's utilization (the share of time a kernel ran: below
-    1 where the GPU waits for the host). Off-GPU, or without NVML, it reads nothing."""
+    reasons seen, the lowest and mean SM clock, the mean power draw and the GPU's utilization (the share
+    of time a kernel ran: below 1 where the GPU waits for the host). A case at the GPU's power cap runs
+    as fast as its clock: the mean tells one chip's speed from another's. Off-GPU, or without NVML, it
+    reads nothing."""
 
     def __init__(self, device: torch.device, interval_s: float = 0.05) -> None:
         self.device = device
@@ -176,8 +178,11 @@ class ClockWatch:
         self.reasons = 0
         self.lowest_mhz: int | None = None
         self.samples = 0
+        self.clock_mhz_sum = 0
         self.busy_percent_sum = 0
         self.busy_samples = 0
+        self.power_mw_sum = 0
+        self.power_samples = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -203,8 +208,10 @@ class ClockWatch:
                 return
             self.reasons |= reasons
             self.lowest_mhz = clock if self.lowest_mhz is None else min(self.lowest_mhz, clock)
+            self.clock_mhz_sum += clock
             self.samples += 1
             self._read_busy(nvml, handle)
+            self._read_power(nvml, handle)
             if self._stop.wait(self.interval_s):
                 return
 
@@ -216,13 +223,29 @@ class ClockWatch:
             return
         self.busy_samples += 1
 
+    def _read_power(self, nvml: Any, handle: Any) -> None:
+        """Add one power reading (mW); a GPU that does not report it adds none."""
+        try:
+            self.power_mw_sum += int(nvml.nvmlDeviceGetPowerUsage(handle))
+        except Exception:
+            return
+        self.power_samples += 1
+
     def summary(self) -> dict[str, Any] | None:
-        """``throttle`` (reasons seen), ``min_sm_clock_mhz``, ``samples`` and, where the GPU reports it,
-        ``gpu_busy_share`` (mean utilization); None when nothing was read."""
+        """``throttle`` (reasons seen), ``min_sm_clock_mhz``, ``mean_sm_clock_mhz``, ``samples`` and, where
+        the GPU reports them, ``gpu_busy_share`` (mean utilization) and ``mean_power_w``; None when
+        nothing was read."""
         if not self.samples:
             return None
         throttle = [text for bit, text in THROTTLE_REASONS.items() if self.reasons & bit]
-        found: dict[str, Any] = {"throttle": throttle, "min_sm_clock_mhz": self.lowest_mhz, "samples": self.samples}
+        found: dict[str, Any] = {
+            "throttle": throttle,
+            "min_sm_clock_mhz": self.lowest_mhz,
+            "mean_sm_clock_mhz": round(self.clock_mhz_sum / self.samples, 1),
+            "samples": self.samples,
+        }
         if self.busy_samples:
             found["gpu_busy_share"] = self.busy_percent_sum / self.busy_samples / 100.0
+        if self.power_samples:
+            found["mean_power_w"] = round(self.power_mw_sum / self.power_samples / 1000.0, 1)
         return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,8 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
     """Independent runs of one case (each built, warmed up and timed afresh) as one measurement: every
     timed iteration, each run's median; accuracy, losses and compile time of the first run, peak memory
     the highest, the clocks of the first run with every run's throttle reasons, the most host steal and
-    CPU use by other processes, the median host dispatch time and the mean GPU busy share."""
+    CPU use by other processes, the median host dispatch time, and the mean GPU busy share, SM clock
+    and power draw."""
     first = runs[0]
     readings = [reading for run in runs for reading in run.clocks.values() if reading]
     throttles = sorted({t for reading in readings for t in reading.get("throttle", [])})
@@ -51,7 +52,9 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
         shares = [reading[key] for reading in durings if key in reading]
         if shares:
             during[key] = max(shares)
-    for key, typical in (("host_dispatch_us", statistics.median), ("gpu_busy_share", statistics.fmean)):
+    typicals: dict[str, Callable[[list[float]], float]] = {"host_dispatch_us": statistics.median}
+    typicals |= dict.fromkeys(("gpu_busy_share", "mean_sm_clock_mhz", "mean_power_w"), statistics.fmean)
+    for key, typical in typicals.items():
         values = [reading[key] for reading in durings if key in reading]
         if values:
             during[key] = typical(values)

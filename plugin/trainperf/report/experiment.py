@@ -107,9 +107,11 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
             {
                 "case": f"{case['name']} ({case.get('device')})" if several else case["name"],
                 "SM MHz before": before.get("sm_clock_mhz"),
+                "SM MHz while timed (mean)": during.get("mean_sm_clock_mhz"),
                 "SM MHz after": after.get("sm_clock_mhz"),
                 "max SM MHz": after.get("sm_clock_max_mhz"),
                 "°C after": after.get("temperature_c"),
+                "W while timed (mean)": during.get("mean_power_w"),
                 "W after": after.get("power_w"),
                 "throttle": ", ".join(throttle) or "none",
                 "host steal %": None if steal is None else round(100 * steal, 2),
