@@ -57,6 +57,11 @@ def fastest(key: Hashable, names: Sequence[Name], run: Callable[[Name], object])
     return choice
 
 
+def choices() -> dict[Hashable, Any]:
+    """Each timed key's chosen way, as ``fastest`` returns it for the rest of the process."""
+    return dict(_choices)
+
+
 def timings() -> dict[Hashable, dict[Hashable, float]]:
     """Each timed key's candidates and their milliseconds per call, in the order they were timed."""
     return {key: dict(times) for key, times in _timings.items()}

@@ -153,6 +153,17 @@ def observe_timed_loop(condition: str, observed: dict[str, Any]) -> None:
     runner.timed = timed  # type: ignore[attr-defined]
 
 
+def gemm_choices() -> str | None:
+    """A short digest of the cuBLAS algorithms the process's timed GEMMs chose (``kernels.gemm_tuning``):
+    equal digests, equal choices; None where the case times none."""
+    import hashlib
+
+    from kernels import gemm_tuning
+
+    picked = sorted((repr(key), repr(choice)) for key, choice in gemm_tuning.choices().items())
+    return hashlib.sha1(repr(picked).encode()).hexdigest()[:8] if picked else None
+
+
 def child(case: str, condition: str, process: int, device: str, runs: int) -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # as the suite's conftest.py sets it
     apply(condition)
@@ -176,6 +187,9 @@ def child(case: str, condition: str, process: int, device: str, runs: int) -> No
         during = measured.clocks.get("during") or {}
         row = {**base, **observed, "run": run, "median_ms": statistics.median(measured.samples_ms), "iters": iters}
         row["min_sm_mhz"] = during.get("min_sm_clock_mhz")
+        row["mean_sm_mhz"] = during.get("mean_sm_clock_mhz")
+        row["mean_power_w"] = during.get("mean_power_w")
+        row["gemm_choices"] = gemm_choices()
         row["gpu_busy_share"] = during.get("gpu_busy_share")
         row["dispatch_before_us"] = during.get("host_dispatch_us")
         row["thread_cpu_ms_per_iter"] = row.pop("thread_cpu_s", 0.0) * 1000 / iters
@@ -214,11 +228,20 @@ def parent(args: argparse.Namespace) -> int:
 def table(frame: Any) -> Any:
     """Per case and condition: the spread of the first runs across processes, also read against the host's
     speed; the gap between a process's two runs; what the main thread did; correlations with the time.
-    The dispatch columns read every run: its spread with and without the dispatch time divided out."""
+    The dispatch columns read every run: its spread with and without the dispatch time divided out; the
+    clock columns likewise with the mean SM clock (a case at the power cap runs as fast as its clock);
+    ``gemm_choices`` counts the different sets of tuned GEMM algorithms the processes chose."""
+    import pandas as pd
+
     groups = ["case", "condition"]
     dispatch = (frame.dispatch_before_us + frame.dispatch_after_us) / 2
+    clock = pd.to_numeric(frame.get("mean_sm_mhz"), errors="coerce")
     frame = frame.assign(
-        per_host=frame.median_ms / frame.host_probe_ms, dispatch_us=dispatch, per_dispatch=frame.median_ms / dispatch
+        per_host=frame.median_ms / frame.host_probe_ms,
+        dispatch_us=dispatch,
+        per_dispatch=frame.median_ms / dispatch,
+        mean_sm_mhz=clock,
+        cycles=frame.median_ms * clock,
     )
     first = frame[frame.run == 1].set_index([*groups, "process"])
     second = frame[frame.run == 2].set_index([*groups, "process"])
@@ -241,6 +264,10 @@ def table(frame: Any) -> Any:
         dispatch_slope=every.apply(_log_slope),
         gpu_busy=every.gpu_busy_share.mean(),
         r_cpu_time=grouped.apply(lambda g: g.median_ms.corr(g.thread_cpu_ms_per_iter)),
+        sm_mhz=every.mean_sm_mhz.mean(),
+        r_sm_clock=every.apply(lambda g: g.median_ms.corr(g.mean_sm_mhz)),
+        spread_in_cycles=every.cycles.std() / every.cycles.mean(),
+        gemm_choices=grouped.gemm_choices.nunique(),
     )
 
 
