@@ -12,7 +12,7 @@ two ways: a fixed tiny eager training step on the CPU, and the time to issue one
     python studies/noise_sources.py --case lstm_lm/reference,mlp_mixer/amp_bf16 --rounds 8 --budget-s 420 --out DIR
 
 Writes DIR/noise-runs.csv (a row per run) and prints a table per case and condition;
-docs/evidence/noise-sources.md holds what it found.
+docs/evidence/h200-noise-sources.md (launch-bound cases) and h200-gpu-bound-noise.md hold what it found.
 """
 
 from __future__ import annotations
