@@ -211,6 +211,27 @@ def test_a_failed_time_names_the_steal_on_the_timing_thread_s_cores_and_on_all_c
     assert "hypervisor" not in gate.with_host(failed, older, baseline).message
 
 
+def test_a_failed_time_at_the_power_cap_names_the_gpu_s_clock_against_the_recording_s() -> None:
+    baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], sm_clock_mhz=1632.0)
+    failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
+    capped = {"host_dispatch_us": 5.8, "mean_sm_clock_mhz": 1606.0, "throttle": [gate.POWER_CAP]}
+    assert gate.with_host(failed, capped, baseline).message.endswith(
+        "; at its power cap the GPU's SM clock averaged 1606 MHz, 1632 MHz where recorded (-1.6%)"
+    )
+    unrecorded = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
+    assert gate.with_host(failed, capped, unrecorded).message.endswith("SM clock averaged 1606 MHz")
+    uncapped = {**capped, "throttle": []}  # below its cap the clock says nothing of the chip
+    assert "power cap" not in gate.with_host(failed, uncapped, baseline).message
+    passed = gate.baseline_check("w/a", [10.0] * 20, baseline, strict=True)
+    assert gate.with_host(passed, capped, baseline) == passed
+
+
+def test_the_power_cap_is_named_as_nvml_s_reasons_are_read() -> None:
+    from trainperf import device
+
+    assert gate.POWER_CAP in device.THROTTLE_REASONS.values()
+
+
 def test_a_failed_case_that_waits_for_the_host_is_told_to_calibrate_until_it_has_a_history() -> None:
     one_session = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
     failed = gate.baseline_check("w/a", [13.0] * 20, one_session, strict=True)

@@ -31,6 +31,8 @@ HOST_BOUND_BUSY = 0.9
 # was disturbed while it ran: a host stall spread one case's iterations 13% against 0.1% recorded
 # (docs/evidence/h200-examples-gate.md, lease P); it only words a failure's hint
 DISTURBED_SPREAD_FACTOR = 5.0
+# NVML's clock event reason of a GPU held to its power limit: its clock then depends on the chip
+POWER_CAP = "software power cap"
 # NVML clock event reasons that slow every kernel: a time measured under them says little about the code
 UNRELIABLE_THROTTLES = ("hardware slowdown", "software thermal slowdown", "hardware thermal slowdown",
                         "hardware power brake")  # fmt: skip
@@ -99,12 +101,14 @@ def accuracy_check(
 @dataclass(frozen=True)
 class Baseline:
     """A case's stored times: every timed iteration and the median of each independent run recorded,
-    the medians of runs accepted since (``--perf-history``), and how fast the recording host issued an op."""
+    the medians of runs accepted since (``--perf-history``), how fast the recording host issued an op
+    and the mean SM clock the recording ran at."""
 
     samples_ms: Sequence[float]
     run_medians_ms: Sequence[float]
     history_ms: Sequence[float] = ()
     host_dispatch_us: float | None = None
+    sm_clock_mhz: float | None = None
 
     @functools.cached_property
     def iteration_spread(self) -> float:
@@ -170,9 +174,10 @@ def _disturbed_text(current: Sequence[float], baseline: Baseline, floor: float) 
 
 
 def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) -> Check:
-    """A failed time check with the host's figures added: a host that issues ops slower, or whose cores
-    other guests (steal) or other processes hold, slows launch-bound cases (the GPU waits, its busy
-    share below 100%) with the same code. Where such a case's noise comes from one recording session
+    """A failed time check with the machine's figures added: a host that issues ops slower, or whose
+    cores other guests (steal) or other processes hold, slows launch-bound cases (the GPU waits, its
+    busy share below 100%) with the same code; a GPU at its power cap runs as fast as its clock there,
+    which differs from chip to chip. Where a launch-bound case's noise comes from one recording session
     alone, the message says how to measure it wider."""
     now_us = during.get("host_dispatch_us")
     if check.passed is not False or now_us is None:
@@ -199,7 +204,21 @@ def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) 
                 "within the one session its noise was measured in: run the recorded code on a few of them "
                 "with --perf-calibrate"
             )
+    text += _power_cap_text(during, stored)
     return dataclasses.replace(check, message=f"{check.message}; {text}")
+
+
+def _power_cap_text(during: Mapping[str, Any], stored: Baseline | None) -> str:
+    """'; at its power cap the GPU's SM clock averaged 1606 MHz, 1632 MHz where recorded (-1.6%)', where
+    the GPU ran at its power cap while the case was timed; nothing otherwise."""
+    now_mhz = during.get("mean_sm_clock_mhz")
+    if now_mhz is None or POWER_CAP not in during.get("throttle", []):
+        return ""
+    text = f"; at its power cap the GPU's SM clock averaged {now_mhz:.0f} MHz"
+    recorded_mhz = None if stored is None else stored.sm_clock_mhz
+    if recorded_mhz:
+        text += f", {recorded_mhz:.0f} MHz where recorded ({now_mhz / recorded_mhz - 1:+.1%})"
+    return text
 
 
 def _center_text(recorded: int) -> str:

@@ -25,8 +25,9 @@ from trainperf.report.document import CaseEntry, case_entry
 from trainperf.settings import Settings
 from trainperf.workload import FULL, TINY
 
-# what a baseline keeps of the host it was recorded on: its time to issue an op and the GPU's busy share
-HOST_FIGURES = ("host_dispatch_us", "gpu_busy_share")
+# what a baseline keeps (as "host") of the machine it was recorded on: the host's time to issue an op, the
+# GPU's busy share and its mean SM clock, against which a later failure's figures are set
+HOST_FIGURES = ("host_dispatch_us", "gpu_busy_share", "mean_sm_clock_mhz")
 
 
 @dataclass
@@ -134,8 +135,14 @@ class PerfSession:
         if entry is None:
             return None
         samples = [float(x) for x in entry["samples_ms"]]
-        host_us = entry.get("host", {}).get("host_dispatch_us")
-        return gate.Baseline(samples, baselines.run_medians(entry), baselines.history(entry), host_us)
+        host = entry.get("host", {})
+        return gate.Baseline(
+            samples,
+            baselines.run_medians(entry),
+            baselines.history(entry),
+            host.get("host_dispatch_us"),
+            host.get("mean_sm_clock_mhz"),
+        )
 
     def note(self, text: str) -> None:
         if text not in self.notes:
