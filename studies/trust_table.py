@@ -34,6 +34,7 @@ def run_frame(path: Path, run: str) -> pd.DataFrame:
     frame = document.cases_frame(cases).assign(run=run)
     during = [case["extra_info"].get("clocks", {}).get("during") or {} for case in cases]
     frame["min_sm_mhz"] = [reading.get("min_sm_clock_mhz") for reading in during]
+    frame["mean_sm_mhz"] = [reading.get("mean_sm_clock_mhz") for reading in during]
     frame["events"] = [", ".join(reading.get("throttle", [])) or "none" for reading in during]
     frame["host_steal"] = [reading.get("host_steal_share") for reading in during]
     frame["thread_steal"] = [reading.get("thread_steal_share") for reading in during]
@@ -58,8 +59,9 @@ def aa_frame(folders: list[Path]) -> pd.DataFrame:
 
 
 def aa_table(runs: pd.DataFrame, committed: dict[str, float]) -> pd.DataFrame:
-    """Per case: runs, CV of the medians, change against the recorded (and committed) baseline, clocks,
-    gate failures."""
+    """Per case: runs, CV of the medians (also in SM cycles, each median times its run's mean SM clock,
+    where runs kept it: a case at the power cap runs as fast as its chip's clock), change against the
+    recorded (and committed) baseline, clocks, gate failures."""
     table = runs.groupby("case", sort=False).agg(
         runs=("median_ms", "size"),
         baseline_ms=("baseline_ms", "first"),
@@ -69,11 +71,14 @@ def aa_table(runs: pd.DataFrame, committed: dict[str, float]) -> pd.DataFrame:
         best=("delta", "min"),
         in_run_iqr=("iqr_ms", "median"),
         min_sm_mhz=("min_sm_mhz", "min"),
+        mean_sm_mhz=("mean_sm_mhz", "median"),
         events=("events", lambda e: "; ".join(sorted(set(e)))),
         gate_failures=("verdict", lambda v: int((v == "fail").sum())),
         failed_checks=("failed", lambda f: "; ".join(sorted({x for x in f if x})) or "-"),
     )
     table["in_run_iqr"] = table["in_run_iqr"] / table["median_ms"]
+    cycles = runs["median_ms"] * pd.to_numeric(runs["mean_sm_mhz"], errors="coerce")
+    table["cv_in_cycles"] = cycles.groupby(runs["case"], sort=False).agg(lambda c: c.std(ddof=1) / c.mean())
     table["vs_committed"] = [
         median / committed[case] - 1 if case in committed else None
         for case, median in table["median_ms"].astype(float).items()
@@ -144,6 +149,10 @@ def percent(value: float | None) -> str:
     return "-" if value is None or value != value else f"{value:+.2%}"
 
 
+def _mhz(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:.0f}"
+
+
 def markdown(aa: pd.DataFrame, detection: pd.DataFrame) -> str:
     shown = aa.assign(
         baseline_ms=aa["baseline_ms"].map("{:.3f}".format),
@@ -153,7 +162,9 @@ def markdown(aa: pd.DataFrame, detection: pd.DataFrame) -> str:
         worst=aa["worst"].map(percent),
         best=aa["best"].map(percent),
         vs_committed=aa["vs_committed"].map(percent),
-        min_sm_mhz=aa["min_sm_mhz"].map(lambda mhz: "-" if mhz != mhz else f"{mhz:.0f}"),
+        min_sm_mhz=aa["min_sm_mhz"].map(_mhz),
+        mean_sm_mhz=aa["mean_sm_mhz"].map(_mhz),
+        cv_in_cycles=aa["cv_in_cycles"].map(lambda cv: "-" if cv != cv else f"{cv:.2%}"),
     )
     parts = ["## A/A\n", shown.to_markdown(disable_numparse=True), ""]
     if not detection.empty:
