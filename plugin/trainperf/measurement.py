@@ -37,6 +37,16 @@ class Measurement:
         return amount / (median_ms / 1000.0)
 
 
+# how independent runs' readings while timed combine into one: the host's dispatch time by its median
+# (a stall in one run says little of the host), the GPU's shares and means by their mean
+TYPICAL: dict[str, Callable[[list[float]], float]] = {
+    "host_dispatch_us": statistics.median,
+    "gpu_busy_share": statistics.fmean,
+    "mean_sm_clock_mhz": statistics.fmean,
+    "mean_power_w": statistics.fmean,
+}
+
+
 def combined(runs: Sequence[Measurement]) -> Measurement:
     """Independent runs of one case (each built, warmed up and timed afresh) as one measurement: every
     timed iteration, each run's median; accuracy, losses and compile time of the first run, peak memory
@@ -52,9 +62,7 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
         shares = [reading[key] for reading in durings if key in reading]
         if shares:
             during[key] = max(shares)
-    typicals: dict[str, Callable[[list[float]], float]] = {"host_dispatch_us": statistics.median}
-    typicals |= dict.fromkeys(("gpu_busy_share", "mean_sm_clock_mhz", "mean_power_w"), statistics.fmean)
-    for key, typical in typicals.items():
+    for key, typical in TYPICAL.items():
         values = [reading[key] for reading in durings if key in reading]
         if values:
             during[key] = typical(values)
