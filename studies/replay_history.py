@@ -1,0 +1,87 @@
+"""A baseline file's stored runs judged again: each history run against the recorded runs and the part of
+the history stored before it, as the gate would judge it had the runs come one at a time in the file's
+order. The history holds runs of the recorded code, so every run the replay fails is a false failure of
+that rule.
+
+    python studies/replay_history.py baselines/nvidia-h200.json [--iteration-floor-until K]
+
+``--iteration-floor-until K`` replays a variant of the rule: the iterations' spread within a run stops
+counting as the least noise once K later runs are in the history, so that their measured spread alone
+decides. Prints the failures and a table per case; docs/evidence/h200-gpu-bound-noise.md holds what it
+found. A history run with fewer than ``stats.MIN_RUNS`` runs before it is judged at the fallback
+threshold alone: the replay has its median, not its iterations for Mann-Whitney U.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from trainperf import baselines, gate, stats
+
+NEVER = sys.maxsize  # the rule as the gate has it: the iterations' spread always counts
+
+
+def replay_entry(case: str, entry: Mapping[str, Any], floor_until: int = NEVER) -> pd.DataFrame:
+    """One row per history run of ``entry``: its change against the recorded center, the threshold of the
+    runs before it under the rule, and whether it fails."""
+    recorded = baselines.run_medians(entry)
+    history = baselines.history(entry)
+    spread = stats.iteration_spread(entry["samples_ms"], len(recorded))
+    rows = []
+    for index, median in enumerate(history):
+        least = spread if index < floor_until else 0.0
+        noise = stats.run_noise(recorded, gate.DEFAULT_FLOOR, gate.FALLBACK_THRESHOLD, least, history[:index])
+        change = stats.relative_change(median, noise.center_ms)
+        rows.append({"case": case, "run": index, "change": change, "threshold": noise.threshold})
+    frame = pd.DataFrame(rows, columns=["case", "run", "change", "threshold"])
+    return frame.assign(failed=frame["change"] > frame["threshold"])
+
+
+def replay(cases: Mapping[str, Mapping[str, Any]], floor_until: int = NEVER) -> pd.DataFrame:
+    """Every history run of every case, in the file's order."""
+    frames = [replay_entry(case, entry, floor_until) for case, entry in cases.items() if baselines.history(entry)]
+    if not frames:
+        raise SystemExit("no case of the file has a history to replay")
+    return pd.concat(frames, ignore_index=True)
+
+
+def per_case(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per case: runs judged, false failures, the highest share of its threshold a run used, the threshold
+    that judged its last run."""
+    grouped = runs.assign(used=runs["change"] / runs["threshold"]).groupby("case", sort=False)
+    return pd.DataFrame(
+        {
+            "runs": grouped.size(),
+            "failed": grouped["failed"].sum(),
+            "most_used": grouped["used"].max(),
+            "last_judged_at": grouped["threshold"].last(),
+        }
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("baseline_file", type=Path)
+    parser.add_argument("--iteration-floor-until", type=int, default=NEVER, metavar="K")
+    args = parser.parse_args(argv)
+    try:
+        cases = baselines.load(args.baseline_file)
+    except baselines.BaselineError as error:
+        print(f"replay_history: {error}", file=sys.stderr)
+        return 2
+    runs = replay(cases, args.iteration_floor_until)
+    failed = runs[runs["failed"]]
+    print(f"{len(runs)} stored runs of {runs['case'].nunique()} cases judged again: {len(failed)} would fail")
+    if not failed.empty:
+        print(failed.to_string(index=False, float_format=lambda v: f"{v:.1%}"))
+    print(per_case(runs).to_markdown(floatfmt=".3f"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

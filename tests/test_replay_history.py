@@ -1,0 +1,35 @@
+"""studies/replay_history.py: stored runs judged against what the file held before each of them."""
+
+from __future__ import annotations
+
+from studies.replay_history import per_case, replay
+
+# Three recorded runs whose iterations spread about 2% (IQR 2.8 ms about 100 ms) while their medians
+# agree within 0.5%; then five later runs as close, and a sixth 4% slower.
+RUN = [97.0, 98.5, 100.0, 100.0, 101.5, 103.0]
+ENTRY = {
+    "samples_ms": RUN * 3,
+    "run_medians_ms": [100.0, 100.4, 99.6],
+    "history_ms": [100.2, 99.8, 100.5, 99.5, 100.1, 104.0],
+}
+
+
+def test_the_gates_rule_takes_the_iterations_spread_as_the_least_noise() -> None:
+    runs = replay({"w/case": ENTRY})
+    assert list(runs["run"]) == [0, 1, 2, 3, 4, 5]
+    assert runs["threshold"].iloc[-1] > 0.05  # t (8 runs) times about 2%
+    assert not runs["failed"].any()
+
+
+def test_without_it_after_five_later_runs_the_slower_run_fails() -> None:
+    runs = replay({"w/case": ENTRY}, floor_until=5)
+    assert runs["threshold"].iloc[-1] == 0.03  # the run medians' 0.4% leaves the floor
+    assert list(runs["failed"]) == [False] * 5 + [True]
+    table = per_case(runs)
+    assert table.loc["w/case", "failed"] == 1 and table.loc["w/case", "most_used"] > 1.0
+
+
+def test_a_case_without_history_is_not_judged() -> None:
+    quiet = {"samples_ms": RUN, "run_medians_ms": [100.0], "history_ms": []}
+    runs = replay({"w/case": ENTRY, "w/new": quiet})
+    assert set(runs["case"]) == {"w/case"}
