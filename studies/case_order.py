@@ -6,7 +6,9 @@ does; the same case measured first and after another tells the order's effect fr
         --seq reference,amp_bf16,amp_bf16 --repeat 2
 
 Prints a row per measured case: its sequence, position, median ms, the main thread's CPU ms per
-iteration of the whole run, and torch's intra-op threads before it.
+iteration of the whole run, torch's intra-op threads before it and, on a GPU, its temperature before the
+timed iterations and its mean SM clock and power draw during them: a case at the power cap runs slower on
+a GPU that the cases before it heated.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 
 def child(ladder_module: str, sequence: list[str], device: str) -> None:
@@ -43,8 +46,20 @@ def child(ladder_module: str, sequence: list[str], device: str) -> None:
             "median_ms": round(statistics.median(measured.samples_ms), 3),
             "main_cpu_ms_per_iter": round((time.thread_time() - cpu) * 1000 / (warmup + iters), 3),
             "threads_before": threads,
+            **gpu_readings(measured.clocks),
         }
         print("ROW " + json.dumps(row), flush=True)
+
+
+def gpu_readings(clocks: dict[str, Any]) -> dict[str, Any]:
+    """The GPU's temperature before the timed iterations, its mean SM clock and power draw while they
+    ran; blanks off-GPU or without NVML."""
+    before, during = clocks.get("before") or {}, clocks.get("during") or {}
+    return {
+        "temperature_before_c": before.get("temperature_c"),
+        "mean_sm_mhz": during.get("mean_sm_clock_mhz"),
+        "mean_power_w": during.get("mean_power_w"),
+    }
 
 
 def main() -> int:
