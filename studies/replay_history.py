@@ -31,11 +31,12 @@ def replay_entry(case: str, entry: Mapping[str, Any], floor_until: int = NEVER) 
     runs before it under the rule, and whether it fails."""
     recorded = baselines.run_medians(entry)
     history = baselines.history(entry)
-    spread = stats.iteration_spread(entry["samples_ms"], len(recorded))
     rows = []
     for index, median in enumerate(history):
-        least = spread if index < floor_until else 0.0
-        noise = stats.run_noise(recorded, gate.DEFAULT_FLOOR, gate.FALLBACK_THRESHOLD, least, history[:index])
+        if index < floor_until:  # the gate's own rule, as it judges a stored baseline
+            noise = gate.Baseline(entry["samples_ms"], recorded, history[:index]).noise()
+        else:
+            noise = stats.run_noise(recorded, gate.DEFAULT_FLOOR, gate.FALLBACK_THRESHOLD, 0.0, history[:index])
         change = stats.relative_change(median, noise.center_ms)
         rows.append({"case": case, "run": index, "change": change, "threshold": noise.threshold})
     frame = pd.DataFrame(rows, columns=["case", "run", "change", "threshold"])
@@ -43,10 +44,8 @@ def replay_entry(case: str, entry: Mapping[str, Any], floor_until: int = NEVER) 
 
 
 def replay(cases: Mapping[str, Mapping[str, Any]], floor_until: int = NEVER) -> pd.DataFrame:
-    """Every history run of every case, in the file's order."""
-    frames = [replay_entry(case, entry, floor_until) for case, entry in cases.items() if baselines.history(entry)]
-    if not frames:
-        raise SystemExit("no case of the file has a history to replay")
+    """Every history run of every case, in the file's order (no rows where no case has a history)."""
+    frames = [replay_entry(case, entry, floor_until) for case, entry in cases.items()]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -75,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"replay_history: {error}", file=sys.stderr)
         return 2
     runs = replay(cases, args.iteration_floor_until)
+    if runs.empty:
+        print(f"replay_history: no case of {args.baseline_file} has a history to replay", file=sys.stderr)
+        return 1
     failed = runs[runs["failed"]]
     print(f"{len(runs)} stored runs of {runs['case'].nunique()} cases judged again: {len(failed)} would fail")
     if not failed.empty:
