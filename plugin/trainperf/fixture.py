@@ -10,7 +10,6 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,7 +17,6 @@ import torch
 from trainperf import gate, isolated, stats, time_limit, verdict
 from trainperf.case import REFERENCE, CaseSpec, Optimization
 from trainperf.measurement import Measurement, combined
-from trainperf.profile.roofline import RooflinePoint
 from trainperf.report import junit, lines
 from trainperf.runner import release_memory, run_case
 from trainperf.session import CaseResult, PerfSession
@@ -74,7 +72,9 @@ class TrainPerf:
         if measurement.communication is not None and self.session.profiling is not None:
             self.session.note(f"{spec.key}: not profiled: a data-parallel case runs one process per GPU")
         elif self.session.profiling is not None:
-            self._profile(result)
+            from trainperf.profile.attach import attach_profile
+
+            attach_profile(self.session, self.nodeid, result)
         entry = self.session.record(result)
         for name, value in junit.properties(entry).items():
             self.record_property(name, value)
@@ -263,34 +263,6 @@ class TrainPerf:
             baseline_summary=None if stored is None else stats.summarize(stored.samples_ms),
             min_detectable=verdict.min_detectable_slowdown(optimization, stored),
         )
-
-    def _profile(self, result: CaseResult) -> None:
-        """Re-run this node under the profiler; attach what it found, or one note why it found nothing."""
-        from trainperf.profile.profiler import profile_case
-
-        session = self.session
-        assert session.profiling is not None
-        job = session.profiling.job(self.nodeid, result.key, result.reader_share, result.summary.median)
-        backend = session.profiling.backend
-        session.progress(f"{result.key}: profiling with {backend.name} (files in {job.out_dir})")
-        case = profile_case(backend, job)
-        session.progress(f"{result.key}: {backend.name} done in {case.seconds:.0f} s")
-        if case.profile is not None and case.profile.roofline:
-            case.files.append(_plot(case.profile.roofline, job.out_dir / "roofline.png", result.key, session))
-        if case.error is not None:
-            session.note(f"{result.key}: profile not attached: {case.error}")
-        result.profile = case
-
-
-def _plot(points: list[RooflinePoint], path: Path, key: str, session: PerfSession) -> Path:
-    """The roofline PNG; a plotting failure is a note, the profile stays."""
-    from trainperf.report.roofline_plot import plot_roofline
-
-    try:
-        return plot_roofline(points, path, f"{key}: roofline of its Top-5 kernels ({session.fingerprint.name})")
-    except (OSError, ValueError) as error:
-        session.note(f"{key}: roofline plot not written: {error}")
-        return path
 
 
 def _with_first(check: gate.Check, first: str | None) -> gate.Check:
