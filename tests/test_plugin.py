@@ -75,7 +75,8 @@ def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
             "*toy/variant: slower than baseline: median * ms vs baseline * ms (+*%); noise *% over 3 runs*: "
             "a slowdown counts beyond *%; this host issued an op in * µs, * µs where recorded (*)* "
             "(first measurement: toy/variant: slower than baseline: *)",
-            "note: toy/variant: confirmed by a second measurement (* s): *",
+            "note: toy/variant: confirmed by a second measurement at the end of the session (* s, * s after the "
+            "first): *",
         ]
     )
 
@@ -101,14 +102,92 @@ def test_a_case_slower_once_is_measured_again_in_a_fresh_process_and_passes(pyte
     (pytester.path / "slow-once").touch()  # the test process's build finds it, the fresh process's does not
     result = pytester.runpytest(*BASE, "--perf-report=out")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["note: toy/reference: not confirmed by a second measurement (* s): *slower than *"])
+    result.stdout.fnmatch_lines(
+        ["note: toy/reference: not confirmed by a second measurement at the end of the session (*): *slower than *"]
+    )
     case = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][0]["extra_info"]
     assert case["confirmation"]["first"][0].startswith("toy/reference: slower than baseline")
+    assert case["confirmation"]["after_first_s"] >= 0  # taken at the end of the session
     assert case["summary_ms"]["median"] < 1.5 * case["baseline_median_ms"]  # the second measurement is kept
     (pytester.path / "slow-once").touch()
     without = pytester.runpytest(*BASE, "--perf-confirmations=0")
     without.assert_outcomes(failed=1)
     assert "measured again" not in without.stdout.str() and "second measurement" not in without.stdout.str()
+
+
+TWO_CASES_FIRST_SLOW_ONCE = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+CASES = [Optimization("reference", options=FIRST), Optimization("variant", options={"sleep_ms": 2.0})]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+    print("TEST BODY DONE", optimization.name)
+"""
+
+
+def _two_cases(pytester: pytest.Pytester, first: str) -> None:
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=TWO_CASES_FIRST_SLOW_ONCE.replace("FIRST", first))
+
+
+@pytest.mark.slow
+def test_a_case_that_looks_slower_is_measured_again_after_the_other_cases(pytester: pytest.Pytester) -> None:
+    """Its test stops after the first measurement and runs again at the end: one report, one entry."""
+    _two_cases(pytester, '{"sleep_ms": 2.0}')
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    _two_cases(pytester, '{"sleep_ms": 2.0, "slow_once": "slow-once"}')
+    (pytester.path / "slow-once").touch()
+    result = pytester.runpytest(*BASE, "-s", "-v", "--perf-report=out", "--junitxml=j.xml")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*toy/reference: measured again at the end of the session (toy/reference: slower than baseline*",
+            "*TEST BODY DONE variant",
+            "*TEST BODY DONE reference",
+        ]
+    )
+    assert result.stdout.str().count("TEST BODY DONE reference") == 1  # the first run stopped in trainperf.run
+    documents = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"]
+    assert [case["name"] for case in documents] == ["toy/variant", "toy/reference"]
+    junit = (pytester.path / "j.xml").read_text()
+    assert junit.count('name="test_toy[reference]"') == 1 and junit.count('name="test_toy[variant]"') == 1
+
+
+@pytest.mark.slow
+def test_a_case_still_slower_at_the_end_fails_once_with_both_measurements(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester, '{"sleep_ms": 2.0}')
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    _two_cases(pytester, '{"sleep_ms": 8.0}')
+    result = pytester.runpytest(*BASE, "--perf-report=out")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*toy/reference: slower than baseline: *(first measurement: toy/reference: slower than baseline*",
+            "note: toy/reference: confirmed by a second measurement at the end of the session (*",
+        ]
+    )
+    case = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][-1]
+    assert case["name"] == "toy/reference" and case["extra_info"]["verdict"] == "fail"
+
+
+@pytest.mark.slow
+def test_a_session_stopped_before_the_end_names_the_cases_left_unjudged(pytester: pytest.Pytester) -> None:
+    _two_cases(pytester, '{"sleep_ms": 2.0}')
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    _two_cases(pytester, '{"sleep_ms": 8.0}')
+    pytester.makeconftest(
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call' and 'variant' in report.nodeid:\n"
+        "        raise KeyboardInterrupt\n"
+    )
+    result = pytester.runpytest(*BASE)
+    result.stdout.fnmatch_lines(
+        ["note: not judged: the session ended before their second measurement: *test_toy[[]reference]"]
+    )
 
 
 SHORT_OF_SPEEDUP = """

@@ -16,6 +16,7 @@ import torch
 
 from trainperf import gate, isolated, stats, time_limit, verdict
 from trainperf.case import REFERENCE, CaseSpec, Optimization
+from trainperf.late_confirmation import ConfirmLater, LateConfirmation
 from trainperf.measurement import Measurement, combined
 from trainperf.report import junit, lines
 from trainperf.runner import release_memory, run_case
@@ -33,6 +34,7 @@ class TrainPerf:
     marker_warmup: int | None
     record_property: Callable[[str, object], None]
     marker_timeout: float | None = None
+    late: LateConfirmation | None = None  # where a second measurement waits for the end of the session
 
     def run(
         self, workload: Workload, optimization: Optimization, reference: Optimization | None = None
@@ -54,9 +56,7 @@ class TrainPerf:
             run_marked_iteration(spec, child.out_dir, child.torch)
             return None
         try:
-            first = self._measure_runs(spec)
-            result = self._result(spec, first, self._reference(spec, first, declared))
-            result = self._confirmed(spec, result, declared)
+            result = self._judged(spec, declared)
         except time_limit.CaseTimeout as error:
             self.session.record_unfinished(spec.key, self.nodeid, "timeout", str(error))
             pytest.fail(str(error), pytrace=False)
@@ -133,27 +133,52 @@ class TrainPerf:
                 self.session.note(f"{spec.key}: {error}; measured in the test process instead")
         return self._measure(spec) if reference is None else run_case(spec.but(reference))
 
-    def _confirmed(self, spec: CaseSpec, first: CaseResult, declared: Optimization) -> CaseResult:
-        """A case that looks slower than its baseline, or short of its speedup, is measured again in a fresh
-        process (its reference too where the speedup fell short) before it fails. The verdict is the second
-        measurement's; its messages show both. A missing baseline (under --perf-strict) is not measured
-        again: no measurement can supply it."""
+    def _judged(self, spec: CaseSpec, declared: Optimization) -> CaseResult:
+        """The case measured and judged; where it looks slower, or short of its speedup, measured again
+        before it fails: at the end of the session where ``late`` allows, else at once."""
+        late = self.late
+        held = None if late is None else late.take(self.nodeid, spec.key)
+        if held is not None:  # this item's run at the end of the session
+            return self._confirmed(spec, held.first, held.suspect, declared, time.monotonic() - held.at)
+        measurement = self._measure_runs(spec)
+        first = self._result(spec, measurement, self._reference(spec, measurement, declared))
+        suspect = self._second_measurement_due(spec, first)
+        if suspect and late is not None and late.may_hold(self.nodeid):
+            late.hold(self.nodeid, spec.key, first, suspect)
+            why = "; ".join(suspect.values())
+            self.session.progress(f"{spec.key}: measured again at the end of the session ({why})")
+            raise ConfirmLater(spec.key)
+        return self._confirmed(spec, first, suspect, declared, None) if suspect else first
+
+    def _second_measurement_due(self, spec: CaseSpec, first: CaseResult) -> dict[str, str]:
+        """The failed checks' messages that a second measurement may change (a time slower than a stored
+        baseline, a speedup short), counted against --perf-confirmations; empty where none may be taken."""
         session = self.session
-        # what a second measurement can change: a time judged slower than a stored baseline, a speedup short
+        # no measurement can supply a missing baseline (a failure under --perf-strict)
         againable = ("baseline", "speedup") if session.stored_baseline(spec.key) is not None else ("speedup",)
         suspect = {c.name: c.message for c in first.checks if c.passed is False and c.name in againable}
         if not suspect or session.confirmations >= session.settings.confirmations:
-            return first
+            return {}
         if session.launch is not None and spec.optimization.ddp is not None:  # every rank must train alike
             session.note(f"{spec.key}: not measured again: a launched group's ranks train each case once")
-            return first
+            return {}
         runs = len(first.measurement.run_medians_ms)
         if runs > 1:  # recording baselines: one more run would replace the median of several fresh ones
             session.note(f"{spec.key}: not measured again: its figures are already the median of {runs} runs")
-            return first
+            return {}
         session.confirmations += 1
+        return suspect
+
+    def _confirmed(
+        self, spec: CaseSpec, first: CaseResult, suspect: dict[str, str], declared: Optimization, waited_s: float | None
+    ) -> CaseResult:
+        """The case measured again in a fresh process (its reference too where the speedup fell short),
+        at once (``waited_s`` None) or at the end of the session, ``waited_s`` after the first. The verdict
+        is the second measurement's; its messages show both."""
+        session = self.session
         started = time.perf_counter()
-        session.progress(f"{spec.key}: measuring again before failing it ({'; '.join(suspect.values())})")
+        if waited_s is None:
+            session.progress(f"{spec.key}: measuring again before failing it ({'; '.join(suspect.values())})")
         measurement = self._measure_afresh(spec)
         reference = session.references[(spec.workload.name, spec.warmup, spec.iters)]
         if "speedup" in suspect:
@@ -164,11 +189,14 @@ class TrainPerf:
         second.confirmation = {
             "first": list(suspect.values()),
             "seconds": seconds,
+            "after_first_s": None if waited_s is None else round(waited_s, 1),
             "reference_again": "speedup" in suspect,
         }
         held = "confirmed" if gate.failures(second.checks) else "not confirmed"
-        first_messages = "; ".join(suspect.values())
-        session.note(f"{spec.key}: {held} by a second measurement ({seconds:.0f} s): {first_messages}")
+        when = f"({seconds:.0f} s)"
+        if waited_s is not None:
+            when = f"at the end of the session ({seconds:.0f} s, {waited_s:.0f} s after the first)"
+        session.note(f"{spec.key}: {held} by a second measurement {when}: {'; '.join(suspect.values())}")
         return second
 
     def _measure(self, spec: CaseSpec) -> Measurement:

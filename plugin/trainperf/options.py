@@ -156,7 +156,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "confirmations",
             "--perf-confirmations",
             "at most this many cases that look slower than their baseline (or short of their speedup) are "
-            "measured again before they fail; 0: none",
+            "measured again, at the end of the session, before they fail; 0: none",
             _integer(0),
             10,
         ),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from trainperf import worker_setup
+from trainperf.late_confirmation import PLUGIN_NAME, LateConfirmation
 from trainperf.lazy_session import LazySession
 from trainperf.options import OPTIONS, SettingError, marker_values
 from trainperf.profile.child import ChildRun
@@ -74,6 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
         torch_trace, measure = config.getoption("trainperf_child_torch"), config.getoption("trainperf_child_measure")
         child_run = ChildRun(Path(child), bool(torch_trace), measure)
     worker_setup.set_up(settings, config)
+    if child_run is None and settings.confirmations > 0 and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(LateConfirmation(), PLUGIN_NAME)  # not on an xdist worker
     twin_only = bool(config.getoption("trainperf_twin_only"))
     config.stash[SESSION_KEY] = LazySession(settings, child_run, config, twin_only)
 
@@ -122,7 +125,8 @@ def trainperf(request: pytest.FixtureRequest, record_property: Callable[[str, ob
 
     iters, warmup, timeout = _marked(request.node)
     session = request.config.stash[SESSION_KEY].get()
-    return TrainPerf(session, request.node.nodeid, iters, warmup, record_property, timeout)
+    late = request.config.pluginmanager.get_plugin(PLUGIN_NAME) if session.launch is None else None
+    return TrainPerf(session, request.node.nodeid, iters, warmup, record_property, timeout, late)
 
 
 def _marked(item: pytest.Item) -> tuple[Any, ...]:
@@ -166,6 +170,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if lazy.session is not None:
         from trainperf.publish import publish
+
+        late = session.config.pluginmanager.get_plugin(PLUGIN_NAME)
+        if late is not None and late.unjudged():
+            lazy.session.note(
+                f"not judged: the session ended before their second measurement: {', '.join(late.unjudged())}"
+            )
 
         if exitstatus == pytest.ExitCode.INTERRUPTED and lazy.settings.update_baselines:
             finished = len(lazy.session.pending)
