@@ -24,6 +24,7 @@ import pandas as pd
 from trainperf import baselines, gate, stats
 
 NEVER = sys.maxsize  # the rule as the gate has it: the iterations' spread always counts
+COLUMNS = ["case", "run", "change", "threshold", "failed"]
 
 
 def replay_entry(case: str, entry: Mapping[str, Any], floor_until: int = NEVER) -> pd.DataFrame:
@@ -39,14 +40,14 @@ def replay_entry(case: str, entry: Mapping[str, Any], floor_until: int = NEVER) 
             noise = stats.run_noise(recorded, gate.DEFAULT_FLOOR, gate.FALLBACK_THRESHOLD, 0.0, history[:index])
         change = stats.relative_change(median, noise.center_ms)
         rows.append({"case": case, "run": index, "change": change, "threshold": noise.threshold})
-    frame = pd.DataFrame(rows, columns=["case", "run", "change", "threshold"])
+    frame = pd.DataFrame(rows, columns=COLUMNS[:-1])
     return frame.assign(failed=frame["change"] > frame["threshold"])
 
 
 def replay(cases: Mapping[str, Mapping[str, Any]], floor_until: int = NEVER) -> pd.DataFrame:
     """Every history run of every case, in the file's order (no rows where no case has a history)."""
     frames = [replay_entry(case, entry, floor_until) for case, entry in cases.items()]
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
 def per_case(runs: pd.DataFrame) -> pd.DataFrame:

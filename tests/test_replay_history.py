@@ -33,3 +33,7 @@ def test_a_case_without_history_is_not_judged() -> None:
     quiet = {"samples_ms": RUN, "run_medians_ms": [100.0], "history_ms": []}
     runs = replay({"w/case": ENTRY, "w/new": quiet})
     assert set(runs["case"]) == {"w/case"}
+
+
+def test_a_file_without_cases_replays_no_run() -> None:
+    assert replay({}).empty

@@ -3,9 +3,9 @@
 What slowed a first measurement (a fresh machine's first minutes, another guest's burst) can last long
 enough to slow a second one taken seconds later in the same state (docs/evidence/h200-fresh-host-runs.md);
 minutes later, after the other cases, such a transient is less likely to last, while a regression of the
-code still does. The test of
-such a case stops after its first measurement (``ConfirmLater``) and its reports are held back; after the
-last item the test runs again, takes the held measurement, measures the case afresh and reports once.
+code still does. The test of such a case stops after its first measurement (``ConfirmLater``) and its
+reports are held back; after the last item the test runs again, takes the held measurement, measures the
+case afresh and reports once.
 Not under pytest-xdist's workers (their controller expects each item's reports in turn) nor in processes
 of a launched group (every rank must run the same cases in the same order): there the second
 measurement follows the first.

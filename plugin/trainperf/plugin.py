@@ -172,11 +172,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from trainperf.publish import publish
 
         late = session.config.pluginmanager.get_plugin(PLUGIN_NAME)
-        if late is not None and late.unjudged():
-            lazy.session.note(
-                f"not judged: the session ended before their second measurement: {', '.join(late.unjudged())}"
-            )
-
+        if unjudged := (late.unjudged() if late is not None else []):
+            lazy.session.note(f"not judged: the session ended before their second measurement: {', '.join(unjudged)}")
         if exitstatus == pytest.ExitCode.INTERRUPTED and lazy.settings.update_baselines:
             finished = len(lazy.session.pending)
             lazy.session.note(f"interrupted: the {finished} case(s) that finished are written to the baselines; "
