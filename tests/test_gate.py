@@ -196,7 +196,7 @@ def test_a_failed_time_names_the_cpu_other_processes_of_the_machine_used() -> No
     failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
     during = {"host_dispatch_us": 5.8, "other_processes_share": 0.214}
     assert gate.with_host(failed, during, baseline).message.endswith(
-        "5.80 µs; other processes of this machine used 21.4% of its cores"
+        "5.80 µs; processes the case did not start used 21.4% of this machine's cores"
     )
 
 

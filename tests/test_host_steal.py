@@ -1,13 +1,16 @@
 """The host's steal share over a timed stretch, from /proc/stat: of all cores, and of the cores one thread
-ran on."""
+ran on; and the share of the machine's time used by processes the case did not start."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from trainperf.host_steal import PROC_STAT, StealWatch, busy_times, core_times, cpu_times, process_ticks, thread_core
+from trainperf.host_steal import PROC_STAT, StealWatch, busy_times, core_times, cpu_times, family_ticks, thread_core
 
 # /proc/stat's first line as this kernel writes it: user nice system idle iowait irq softirq steal guest guest_nice
 BEFORE = "cpu  1730237 814 146584 2402885 3784 0 824 591 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
@@ -32,28 +35,59 @@ def test_nothing_is_claimed_where_proc_stat_cannot_tell(tmp_path: Path) -> None:
     assert cpu_times(tmp_path / "missing") is None
     (tmp_path / "odd").write_text("intr 1 2 3\n")
     assert cpu_times(tmp_path / "odd") is None
-    assert busy_times(tmp_path / "odd") is None and process_ticks(tmp_path / "missing") is None
-    with StealWatch(tmp_path / "missing", tmp_path / "missing-task", process_stat=tmp_path / "missing") as watch:
+    assert busy_times(tmp_path / "odd") is None and family_ticks(1583, tmp_path) is None
+    with StealWatch(tmp_path / "missing", tmp_path / "missing-task", proc=tmp_path, pid=1583) as watch:
         pass
     assert watch.share is None and watch.thread_share is None and watch.others_share is None
 
 
-def process(utime: int, stime: int) -> str:
-    """A process's /proc/<pid>/stat line; utime and stime are the 12th and 13th fields after the comm."""
-    fields = ["S", *["0"] * 10, str(utime), str(stime), *["0"] * 30]
-    return "1583 (py) thread) " + " ".join(fields) + "\n"
+def write_process(proc: Path, pid: int, parent: int, ticks: tuple[int, int, int, int]) -> None:
+    """A process's /proc/<pid>/stat as the kernel writes it: the parent's pid is the 2nd field after the
+    name, then utime, stime, cutime and cstime the 12th to 15th (the name holds a ") " on purpose)."""
+    fields = ["S", str(parent), *["0"] * 9, *map(str, ticks), *["0"] * 30]
+    (proc / str(pid)).mkdir(exist_ok=True)
+    (proc / str(pid) / "stat").write_text(f"{pid} (py) thread) " + " ".join(fields) + "\n")
 
 
-def test_other_processes_share_is_the_busy_time_less_this_process_s_own(tmp_path: Path) -> None:
-    stat, own = tmp_path / "stat", tmp_path / "self"
+def test_a_process_s_family_is_itself_its_descendants_and_the_children_they_waited_for(tmp_path: Path) -> None:
+    write_process(tmp_path, 100, 1, (1000, 200, 30, 20))  # 50 ticks of children it has waited for
+    write_process(tmp_path, 101, 100, (300, 10, 0, 0))  # a DataLoader worker
+    write_process(tmp_path, 102, 101, (40, 0, 0, 0))  # a process the worker started
+    write_process(tmp_path, 200, 1, (9000, 900, 0, 0))  # another job
+    (tmp_path / "self").mkdir()  # not a number: not a process of its own
+    assert family_ticks(100, tmp_path) == 1250 + 310 + 40
+    assert family_ticks(200, tmp_path) == 9900
+    assert family_ticks(300, tmp_path) is None
+
+
+def test_other_processes_share_leaves_out_the_processes_this_one_started(tmp_path: Path) -> None:
+    stat, proc = tmp_path / "stat", tmp_path / "proc"
+    proc.mkdir()
     stat.write_text(BEFORE)
-    own.write_text(process(1000, 200))
+    write_process(proc, 100, 1, (1000, 200, 0, 0))
+    write_process(proc, 101, 100, (10, 0, 0, 0))
     assert busy_times(stat) == (1730237 + 814 + 146584 + 824, 1730237 + 814 + 146584 + 2402885 + 3784 + 824 + 591)
-    assert process_ticks(own) == 1200
-    with StealWatch(stat, interval_s=None, process_stat=own) as watch:
+    with StealWatch(stat, interval_s=None, proc=proc, pid=100) as watch:
         stat.write_text(AFTER)  # 300 busy ticks of 1000 on the machine
-        own.write_text(process(1080, 220))  # of which this process used 100
+        write_process(proc, 100, 1, (1030, 210, 0, 0))  # 40 of them this process's
+        write_process(proc, 101, 100, (60, 0, 0, 0))  # 50 its worker's
+        write_process(proc, 102, 100, (10, 0, 0, 0))  # 10 a worker started meanwhile
     assert watch.others_share == pytest.approx(200 / 1000)
+
+
+@pytest.mark.skipif(not PROC_STAT.exists(), reason="no /proc/stat: not Linux")
+def test_this_machine_counts_a_live_child_s_cpu_time_as_this_process_s_own() -> None:
+    busy_then_wait = "import time, sys\nwhile time.process_time() < 0.3: pass\nprint(flush=True)\nsys.stdin.read()"
+    child = subprocess.Popen([sys.executable, "-c", busy_then_wait], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline()  # it has used 0.3 s of CPU time
+        own = family_ticks(child.pid)
+        assert own is not None and own >= 0.25 * os.sysconf("SC_CLK_TCK")  # less a tick or so of rounding
+        family = family_ticks()
+        assert family is not None and family >= own
+    finally:
+        child.kill()
+        child.wait()
 
 
 # The lines of /proc/stat per core, and a thread's stat line, as this kernel writes them (the thread's

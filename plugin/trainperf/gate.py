@@ -194,7 +194,7 @@ def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) 
         )
     others = during.get("other_processes_share")
     if others is not None:
-        text += f"; other processes of this machine used {others:.1%} of its cores"
+        text += f"; processes the case did not start used {others:.1%} of this machine's cores"
     busy = during.get("gpu_busy_share")
     if busy is not None:
         text += f"; the GPU was busy {busy:.0%} of the time"

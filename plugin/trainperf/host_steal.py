@@ -1,28 +1,32 @@
 """How much CPU time the hypervisor gave to other guests while a case was timed: of all the host's
 cores, and of the cores the timing thread itself ran on; and how much of the machine's own CPU time
-processes other than the timing one used meanwhile.
+processes other than the case's own used meanwhile.
 
 On a shared virtual machine, a launch-bound case slows when other guests hold the host's cores, and the
 steal counters of /proc/stat show part of it (docs/evidence/h200-noise-sources.md). Steal over all cores
 does not say whether the one core that issues the GPU's work lost time, so a sampling thread follows
 that thread from core to core. On the H200 hosts measured, it stayed near zero while the steal of all
 cores marked the runs that neighbours slowed (docs/evidence/h200-examples-gate.md, leases R and S).
-A slow run with no steal may instead share the machine with its own background work (compile
-workers, daemons): the third share tells that apart. All three are kept beside each case's clocks so
+A slow run with no steal may instead share the machine with other work (another job, daemons): the
+third share tells that apart. The case's own processes (DataLoader and compile workers, any process it
+started) are not "other": they once made up 47-67% of the machine's time in the ResNet cases, read as
+neighbours' (docs/evidence/h200-fresh-host-runs.md). All three are kept beside each case's clocks so
 that a slow run can be told from slow code. Reads nothing off Linux.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
-PROC_STAT = Path("/proc/stat")
-SELF_STAT = Path("/proc/self/stat")
+PROC = Path("/proc")
+PROC_STAT = PROC / "stat"
 STEAL = 7  # index of steal among the counters after "cpu": user nice system idle iowait irq softirq steal
 BUSY = (0, 1, 2, 5, 6)  # user nice system irq softirq: time the machine's own processes ran
 PROCESSOR = 36  # index of "processor" (the core last run on) after the ")" of /proc/<pid>/task/<tid>/stat
-UTIME = 11  # index of utime (then stime) after the ")" of /proc/<pid>/stat, in the same clock ticks
+PPID = 1  # index of the parent's pid after the ")" of /proc/<pid>/stat
+UTIME = 11  # index of utime, stime, cutime, cstime after the ")" of /proc/<pid>/stat, in the same clock ticks
 SAMPLE_INTERVAL_S = 0.1  # the counters move in clock ticks of 10 ms: 10 per core per sample
 
 Ticks = tuple[int, int]  # (steal or busy, total) clock ticks since boot
@@ -81,13 +85,36 @@ def _busy(fields: list[str]) -> Ticks | None:
     return None if counters is None else (sum(counters[i] for i in BUSY), sum(counters))
 
 
-def process_ticks(process_stat: Path = SELF_STAT) -> int | None:
-    """User and system clock ticks a process has used, all its threads together; None where it cannot tell."""
+def family_ticks(pid: int | None = None, proc: Path = PROC) -> int | None:
+    """User and system clock ticks of process ``pid`` (this one by default), of its live descendants
+    and of the children each has waited for: all the CPU time of the work it started. A child that
+    ends in between moves from the live count into its parent's; None where /proc cannot tell."""
+    pid = os.getpid() if pid is None else pid
+    parents, ticks = {}, {}
+    for stat in proc.glob("[0-9]*/stat"):
+        fields = _stat_fields(stat)
+        if fields is not None:
+            number = int(stat.parent.name)
+            parents[number] = int(fields[PPID])
+            ticks[number] = sum(int(value) for value in fields[UTIME : UTIME + 4])
+    if pid not in ticks:
+        return None
+    family, grew = {pid}, True
+    while grew:  # a process's descendants, however deep; /proc lists them in no particular order
+        joined = {number for number, parent in parents.items() if parent in family} - family
+        family |= joined
+        grew = bool(joined)
+    return sum(ticks[number] for number in family)
+
+
+def _stat_fields(process_stat: Path) -> list[str] | None:
+    """The fields after the ")" that ends a process's name in its stat file; None where it cannot be read."""
     try:
         fields = process_stat.read_text().rsplit(")", 1)[1].split()
-        return int(fields[UTIME]) + int(fields[UTIME + 1])
-    except (OSError, IndexError, ValueError):
+    except (OSError, IndexError):
         return None
+    counted = fields[PPID : UTIME + 4]
+    return fields if len(counted) == UTIME + 3 and all(field.lstrip("-").isdigit() for field in counted) else None
 
 
 def thread_core(task_stat: Path) -> int | None:
@@ -104,7 +131,8 @@ class StealWatch:
     ``thread_share``: the same over the cores the entering thread ran on, each stretch of
     ``interval_s`` counted on the core the thread was on at its end (no sampling thread where
     ``interval_s`` is None: the owner calls ``sample``). ``others_share``: the busy time of the
-    machine's cores less this process's own, over all their time. Each is None where /proc cannot
+    machine's cores less that of process ``pid`` (this one) and the processes it started
+    (``family_ticks``), over all their time. Each is None where /proc cannot
     tell or no clock tick (10 ms) was counted in between."""
 
     def __init__(
@@ -112,9 +140,11 @@ class StealWatch:
         stat: Path = PROC_STAT,
         task_stat: Path | None = None,
         interval_s: float | None = SAMPLE_INTERVAL_S,
-        process_stat: Path = SELF_STAT,
+        proc: Path = PROC,
+        pid: int | None = None,
     ) -> None:
-        self.stat, self.task_stat, self.interval_s, self.process_stat = stat, task_stat, interval_s, process_stat
+        self.stat, self.task_stat, self.interval_s = stat, task_stat, interval_s
+        self.proc, self.pid = proc, pid
         self.share: float | None = None
         self.thread_share: float | None = None
         self.others_share: float | None = None
@@ -130,7 +160,8 @@ class StealWatch:
         if self.task_stat is None:
             self.task_stat = Path(f"/proc/self/task/{threading.get_native_id()}/stat")
         fields = _all_cores(self.stat)  # one reading for steal and busy time: the same stretch for both
-        self._start, self._busy_start, self._own_start = _ticks(fields), _busy(fields), process_ticks(self.process_stat)
+        self._start, self._busy_start = _ticks(fields), _busy(fields)
+        self._own_start = family_ticks(self.pid, self.proc)
         self._cores = core_times(self.stat)
         if self.interval_s is not None and self._cores:
             self._sampler = threading.Thread(target=self._sample_until_stopped, name="trainperf-steal", daemon=True)
@@ -148,7 +179,7 @@ class StealWatch:
             self.share = (end[0] - self._start[0]) / (end[1] - self._start[1])
         steal, total = self._thread_ticks
         self.thread_share = steal / total if total else None
-        self.others_share = self._others_share(_busy(fields), process_ticks(self.process_stat))
+        self.others_share = self._others_share(_busy(fields), family_ticks(self.pid, self.proc))
 
     def _others_share(self, busy: Ticks | None, own: int | None) -> float | None:
         if busy is None or own is None or self._busy_start is None or self._own_start is None:

@@ -108,8 +108,8 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
 
 def _during(watch: devices.ClockWatch, steal: StealWatch, host_us: float) -> dict[str, object]:
     """What was seen while the iterations were timed: the GPU's clocks, the host's steal (of all cores,
-    and of the cores the timing thread ran on), the CPU share other processes of this machine used,
-    and how fast the host issued an op just before (``host_speed``)."""
+    and of the cores the timing thread ran on), the share of this machine's CPU time that processes
+    the case did not start used, and how fast the host issued an op just before (``host_speed``)."""
     during: dict[str, object] = {**(watch.summary() or {}), "host_dispatch_us": host_us}
     if steal.share is not None:
         during["host_steal_share"] = steal.share

@@ -116,7 +116,7 @@ def _clocks(cases: list[dict[str, Any]]) -> pd.DataFrame:
                 "throttle": ", ".join(throttle) or "none",
                 "host steal %": None if steal is None else round(100 * steal, 2),
                 "timing thread's cores' steal %": None if thread_steal is None else round(100 * thread_steal, 2),
-                "other processes' CPU %": None if others is None else round(100 * others, 2),
+                "CPU % of processes the case did not start": None if others is None else round(100 * others, 2),
             }
         )
     return pd.DataFrame(rows)
