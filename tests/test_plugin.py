@@ -129,7 +129,7 @@ def test_toy(trainperf, optimization):
 """
 
 
-def _two_cases(pytester: pytest.Pytester, first: str) -> None:
+def two_cases(pytester: pytest.Pytester, first: str) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=TWO_CASES_FIRST_SLOW_ONCE.replace("FIRST", first))
 
@@ -137,9 +137,9 @@ def _two_cases(pytester: pytest.Pytester, first: str) -> None:
 @pytest.mark.slow
 def test_a_case_that_looks_slower_is_measured_again_after_the_other_cases(pytester: pytest.Pytester) -> None:
     """Its test stops after the first measurement and runs again at the end: one report, one entry."""
-    _two_cases(pytester, '{"sleep_ms": 2.0}')
+    two_cases(pytester, '{"sleep_ms": 2.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    _two_cases(pytester, '{"sleep_ms": 2.0, "slow_once": "slow-once"}')
+    two_cases(pytester, '{"sleep_ms": 2.0, "slow_once": "slow-once"}')
     (pytester.path / "slow-once").touch()
     result = pytester.runpytest(*BASE, "-s", "-v", "--perf-report=out", "--junitxml=j.xml")
     result.assert_outcomes(passed=2)
@@ -159,9 +159,9 @@ def test_a_case_that_looks_slower_is_measured_again_after_the_other_cases(pytest
 
 @pytest.mark.slow
 def test_a_case_still_slower_at_the_end_fails_once_with_both_measurements(pytester: pytest.Pytester) -> None:
-    _two_cases(pytester, '{"sleep_ms": 2.0}')
+    two_cases(pytester, '{"sleep_ms": 2.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    _two_cases(pytester, '{"sleep_ms": 8.0}')
+    two_cases(pytester, '{"sleep_ms": 8.0}')
     result = pytester.runpytest(*BASE, "--perf-report=out")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -176,9 +176,9 @@ def test_a_case_still_slower_at_the_end_fails_once_with_both_measurements(pytest
 
 @pytest.mark.slow
 def test_a_session_stopped_before_the_end_names_the_cases_left_unjudged(pytester: pytest.Pytester) -> None:
-    _two_cases(pytester, '{"sleep_ms": 2.0}')
+    two_cases(pytester, '{"sleep_ms": 2.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    _two_cases(pytester, '{"sleep_ms": 8.0}')
+    two_cases(pytester, '{"sleep_ms": 8.0}')
     pytester.makeconftest(
         "def pytest_runtest_logreport(report):\n"
         "    if report.when == 'call' and 'variant' in report.nodeid:\n"

@@ -16,11 +16,13 @@ from trainperf.lazy_session import LazySession
 from trainperf.options import OPTIONS, SettingError, marker_values
 from trainperf.profile.child import ChildRun
 from trainperf.settings import build_settings, resolve
+from trainperf.termination import SigtermAsInterrupt
 
 if TYPE_CHECKING:
     from trainperf.fixture import TrainPerf
 
 SESSION_KEY = pytest.StashKey[LazySession]()
+SIGTERM_KEY = pytest.StashKey[SigtermAsInterrupt]()
 MARKER = "trainperf"
 
 
@@ -75,8 +77,10 @@ def pytest_configure(config: pytest.Config) -> None:
         torch_trace, measure = config.getoption("trainperf_child_torch"), config.getoption("trainperf_child_measure")
         child_run = ChildRun(Path(child), bool(torch_trace), measure)
     worker_setup.set_up(settings, config)
-    if child_run is None and settings.confirmations > 0 and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(LateConfirmation(), PLUGIN_NAME)  # not on an xdist worker
+    if child_run is None and not hasattr(config, "workerinput"):  # the session's own process, not a worker
+        config.stash[SIGTERM_KEY] = SigtermAsInterrupt()  # installed once the session has cases
+        if settings.confirmations > 0:
+            config.pluginmanager.register(LateConfirmation(), PLUGIN_NAME)
     twin_only = bool(config.getoption("trainperf_twin_only"))
     config.stash[SESSION_KEY] = LazySession(settings, child_run, config, twin_only)
 
@@ -101,15 +105,20 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     worker_setup.clean_up(config)
+    if SIGTERM_KEY in config.stash:
+        config.stash[SIGTERM_KEY].uninstall()
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Load this device's baselines once, before any case runs: an unusable file stops the run here."""
+    """Load this device's baselines once, before any case runs: an unusable file stops the run here. A
+    session of cases ends on SIGTERM as on Ctrl-C (``termination``); other sessions keep Python's default."""
     from trainperf.baselines import BaselineError
 
     cases = [item for item in items if "trainperf" in getattr(item, "fixturenames", ())]
     if not cases:
         return
+    if (sigterm := config.stash.get(SIGTERM_KEY, None)) is not None:
+        sigterm.install()
     for item in cases:
         _marked(item)  # a bad marker is a usage error before anything runs
     try:
@@ -171,6 +180,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if lazy.session is not None:
         from trainperf.publish import publish
 
+        sigterm = session.config.stash.get(SIGTERM_KEY, None)
+        if sigterm is not None and sigterm.received:
+            lazy.session.note("stopped by SIGTERM (a time limit or the runner): the cases that finished are reported")
         late = session.config.pluginmanager.get_plugin(PLUGIN_NAME)
         if unjudged := (late.unjudged() if late is not None else []):
             lazy.session.note(f"not judged: the session ended before their second measurement: {', '.join(unjudged)}")

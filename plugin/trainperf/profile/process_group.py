@@ -1,5 +1,6 @@
-"""A profiler's command run in a process group of its own, so that a timeout stops the tool and every
-process it started (a profiler starts the profiled Python process, which may start workers of its own)."""
+"""A child's command run in a process group of its own, so that a timeout or an interrupted session
+(Ctrl-C, SIGTERM) stops it and every process it started: a profiler starts the profiled Python process,
+which may start workers of its own, and a case measured afresh would otherwise hold the GPU on."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import Any
 
 def run_in_own_group(argv: Sequence[str], timeout_s: float, **popen: Any) -> int:
     """Run ``argv`` and wait for its exit status; at ``timeout_s`` kill its whole group and raise
-    ``subprocess.TimeoutExpired``. ``popen`` goes to ``subprocess.Popen`` (cwd, env, stdout, ...)."""
+    ``subprocess.TimeoutExpired``, and kill it too where the wait is interrupted (``KeyboardInterrupt``).
+    ``popen`` goes to ``subprocess.Popen`` (cwd, env, stdout, ...)."""
     with subprocess.Popen(list(argv), start_new_session=True, **popen) as process:
         try:
             return process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        except BaseException:  # its own group gets no Ctrl-C from the terminal: it goes with this wait
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()

@@ -1,0 +1,102 @@
+"""A session stopped from outside: SIGTERM ends it as Ctrl-C does, what it measured is kept, and no
+child process it started runs on."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from trainperf.profile.process_group import run_in_own_group
+from trainperf.termination import SigtermAsInterrupt
+
+from tests.test_plugin import BASE, two_cases
+
+posix_only = pytest.mark.skipif(not hasattr(signal, "SIGTERM") or os.name != "posix", reason="POSIX signals only")
+
+
+@pytest.fixture
+def default_sigterm() -> Iterator[None]:
+    """SIGTERM at Python's default for the test (this very session may handle it), then as it was."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@posix_only
+def test_sigterm_becomes_an_interrupt_once_then_ends_the_process_as_before(default_sigterm: None) -> None:
+    handler = SigtermAsInterrupt()
+    handler.install()
+    assert handler.installed  # else the signal below would end this test session
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM received"):
+        signal.raise_signal(signal.SIGTERM)
+    assert handler.received
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # a second SIGTERM ends the process
+
+
+@posix_only
+def test_another_handler_of_sigterm_stays_in_charge(default_sigterm: None) -> None:
+    def runner_s_own(signum: int, frame: object) -> None:
+        pass
+
+    signal.signal(signal.SIGTERM, runner_s_own)
+    handler = SigtermAsInterrupt()
+    handler.install()
+    handler.uninstall()
+    assert not handler.installed and signal.getsignal(signal.SIGTERM) is runner_s_own
+
+
+@posix_only
+def test_the_handler_is_put_back_at_the_end(default_sigterm: None) -> None:
+    handler = SigtermAsInterrupt()
+    handler.install()
+    handler.uninstall()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@posix_only
+def test_an_interrupted_wait_kills_the_child_in_its_own_group(tmp_path: Path) -> None:
+    """A child in a group of its own gets no Ctrl-C from the terminal: the wait takes it down with it."""
+    pid_file = tmp_path / "pid"
+    argv = ["sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"]
+    interrupt = threading.Timer(0.5, _thread.interrupt_main)
+    interrupt.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_in_own_group(argv, timeout_s=60)
+    interrupt.join()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)  # killed and waited for, not left running
+
+
+@posix_only
+@pytest.mark.slow
+def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester) -> None:
+    """The case that finished is in run.json and JUnit; the one waiting for its second measurement is named."""
+    two_cases(pytester, '{"sleep_ms": 2.0}')
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    two_cases(pytester, '{"sleep_ms": 8.0}')  # toy/reference looks slower and waits for the end
+    pytester.makeconftest(
+        "import os, signal\n"
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call' and 'variant' in report.nodeid:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+    )
+    args = [sys.executable, "-m", "pytest", *BASE, "--perf-report=out", "--junitxml=j.xml"]
+    done = subprocess.run(args, cwd=pytester.path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout + done.stderr
+    assert "note: stopped by SIGTERM (a time limit or the runner): the cases that finished are reported" in done.stdout
+    assert "not judged: the session ended before their second measurement: test_toy.py::test_toy[reference]" in (
+        done.stdout
+    )
+    documents = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"]
+    assert [case["name"] for case in documents] == ["toy/variant"]
+    assert 'name="test_toy[variant]"' in (pytester.path / "j.xml").read_text()
