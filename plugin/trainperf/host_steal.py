@@ -8,9 +8,9 @@ does not say whether the one core that issues the GPU's work lost time, so a sam
 that thread from core to core. On the H200 hosts measured, it stayed near zero while the steal of all
 cores marked the runs that neighbours slowed (docs/evidence/h200-examples-gate.md, leases R and S).
 A slow run with no steal may instead share the machine with other work (another job, daemons): the
-third share tells that apart. The case's own processes (DataLoader and compile workers, any process it
-started) are not "other": they once made up 47-67% of the machine's time in the ResNet cases, read as
-neighbours' (docs/evidence/h200-fresh-host-runs.md). All three are kept beside each case's clocks so
+third share tells that apart. The processes the case started (DataLoader and compile workers) are its
+own, not "other": counted as other, they once read as a busy neighbour
+(docs/evidence/h200-fresh-host-runs.md). All three are kept beside each case's clocks so
 that a slow run can be told from slow code. Reads nothing off Linux.
 """
 

@@ -2,10 +2,9 @@
 
 A CI job past its time limit, ``timeout`` or a scheduler stopping a runner sends SIGTERM, whose default
 ends Python at once: no run document, no JUnit file, no summary, nothing of the cases already measured
-(on one GPU machine a session of 30 cases and 7 waiting for their second measurement left only its log:
-docs/evidence/h200-fresh-host-runs.md). Raised as ``KeyboardInterrupt`` in the main thread, it makes
-pytest end the session as interrupted: the finished cases are reported and written, those waiting for a
-second measurement are named. A second SIGTERM ends the process at once, as the default would.
+(docs/evidence/h200-fresh-host-runs.md, lease AI). Raised as ``KeyboardInterrupt`` in the main thread,
+it makes pytest end the session as interrupted: the finished cases are reported and written, those
+waiting for a second measurement are named. A second SIGTERM ends the process at once, as the default would.
 Installed only in the main thread and where nothing else handles SIGTERM, and put back at the end.
 """
 
