@@ -8,7 +8,7 @@
 set -uo pipefail
 name=$1
 shift
-export LD_LIBRARY_PATH=$PWD/.devlibs:${LD_LIBRARY_PATH:-} PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export LD_LIBRARY_PATH=$PWD/.devlibs:${LD_LIBRARY_PATH:-} PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 reports=/tmp/reports
 mkdir -p "$reports"

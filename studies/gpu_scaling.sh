@@ -8,7 +8,7 @@
 set -uo pipefail
 name=$1 gpus=$2
 shift 2
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 folder=/tmp/scaling/$name
 rm -rf "$folder"

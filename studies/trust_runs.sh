@@ -8,7 +8,7 @@
 set -uo pipefail
 name=$1 runs=$2 seconds=$3
 shift 3
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRAINPERF_BASELINE_DIR=${TRAINPERF_BASELINE_DIR:-$PWD/.trust/baselines}
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 TRAINPERF_BASELINE_DIR=${TRAINPERF_BASELINE_DIR:-$PWD/.trust/baselines}
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 folder=/tmp/trust/$name
 mkdir -p "$folder" "$TRAINPERF_BASELINE_DIR"
