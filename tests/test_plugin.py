@@ -184,10 +184,16 @@ def test_a_session_stopped_before_the_end_names_the_cases_left_unjudged(pytester
         "    if report.when == 'call' and 'variant' in report.nodeid:\n"
         "        raise KeyboardInterrupt\n"
     )
-    result = pytester.runpytest(*BASE)
+    result = pytester.runpytest(*BASE, "--perf-report=out")
     result.stdout.fnmatch_lines(
-        ["note: not judged: the session ended before their second measurement: *test_toy[[]reference]"]
+        [
+            "toy/reference: unjudged: first measurement: toy/reference: slower than baseline: *",
+            "note: not judged: the session ended before their second measurement: *test_toy[[]reference]",
+        ]
     )
+    (unjudged,) = json.loads((pytester.path / "out" / "run.json").read_text())["unfinished"]
+    assert unjudged["name"] == "toy/reference" and unjudged["verdict"] == "unjudged"
+    assert unjudged["reason"].startswith("first measurement: toy/reference: slower than baseline: median")
 
 
 SHORT_OF_SPEEDUP = """

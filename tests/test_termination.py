@@ -97,6 +97,7 @@ def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester
     assert "not judged: the session ended before their second measurement: test_toy.py::test_toy[reference]" in (
         done.stdout
     )
-    documents = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"]
-    assert [case["name"] for case in documents] == ["toy/variant"]
+    document = json.loads((pytester.path / "out" / "run.json").read_text())
+    assert [case["name"] for case in document["benchmarks"]] == ["toy/variant"]
+    assert [(case["name"], case["verdict"]) for case in document["unfinished"]] == [("toy/reference", "unjudged")]
     assert 'name="test_toy[variant]"' in (pytester.path / "j.xml").read_text()

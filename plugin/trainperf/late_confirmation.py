@@ -5,7 +5,8 @@ enough to slow a second one taken seconds later in the same state (docs/evidence
 minutes later, after the other cases, such a transient is less likely to last, while a regression of the
 code still does. The test of such a case stops after its first measurement (``ConfirmLater``) and its
 reports are held back; after the last item the test runs again, takes the held measurement, measures the
-case afresh and reports once.
+case afresh and reports once. A session that ends before it (Ctrl-C, SIGTERM) names each such case and
+keeps its first measurement's figures (``unjudged``).
 Not under pytest-xdist's workers (their controller expects each item's reports in turn) nor in processes
 of a launched group (every rank must run the same cases in the same order): there the second
 measurement follows the first.
@@ -57,7 +58,7 @@ class LateConfirmation:
 
     def take(self, nodeid: str, case: str) -> Held | None:
         """The case's held first measurement, in the item's run at the end; None otherwise."""
-        return None if self.may_hold(nodeid) else self.held.pop((nodeid, case), None)
+        return None if self.may_hold(nodeid) else self.held.get((nodeid, case))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
@@ -82,10 +83,17 @@ class LateConfirmation:
             item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
             _log(item, runtestprotocol(item, nextitem=None, log=False))
             self.waiting.remove(item)
+            self.held = {key: held for key, held in self.held.items() if key[0] != item.nodeid}
 
     def unjudged(self) -> list[str]:
         """The items still waiting for their second measurement, where the session ended before it."""
         return [item.nodeid for item in self.waiting]
+
+    def unjudged_cases(self) -> list[tuple[str, str, str]]:
+        """(case, node id, its first measurement's failed checks) of each case those items hold."""
+        waiting = set(self.unjudged())
+        return [(case, nodeid, "; ".join(held.suspect.values())) for (nodeid, case), held in self.held.items()
+                if nodeid in waiting]  # fmt: skip
 
 
 def _log(item: pytest.Item, reports: list[pytest.TestReport]) -> None:

@@ -20,6 +20,7 @@ from trainperf.termination import SigtermAsInterrupt
 
 if TYPE_CHECKING:
     from trainperf.fixture import TrainPerf
+    from trainperf.session import PerfSession
 
 SESSION_KEY = pytest.StashKey[LazySession]()
 SIGTERM_KEY = pytest.StashKey[SigtermAsInterrupt]()
@@ -184,8 +185,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if sigterm is not None and sigterm.received:
             lazy.session.note("stopped by SIGTERM (a time limit or the runner): the cases that finished are reported")
         late = session.config.pluginmanager.get_plugin(PLUGIN_NAME)
-        if unjudged := (late.unjudged() if late is not None else []):
-            lazy.session.note(f"not judged: the session ended before their second measurement: {', '.join(unjudged)}")
+        if late is not None:
+            _keep_unjudged(lazy.session, late)
         if exitstatus == pytest.ExitCode.INTERRUPTED and lazy.settings.update_baselines:
             finished = len(lazy.session.pending)
             lazy.session.note(f"interrupted: the {finished} case(s) that finished are written to the baselines; "
@@ -204,6 +205,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if lazy.baselines_before is not None:
             report = lazy.settings.report
             lazy.merged_lines += merged_changes(lazy.baselines_before, lazy.settings.baseline_dir, report)
+
+
+def _keep_unjudged(perf: PerfSession, late: LateConfirmation) -> None:
+    """Name the items the session left waiting for their second measurement, and list each of their
+    cases among those that did not finish, with its first measurement's figures."""
+    if unjudged := late.unjudged():
+        perf.note(f"not judged: the session ended before their second measurement: {', '.join(unjudged)}")
+    for case, nodeid, first in late.unjudged_cases():
+        perf.record_unfinished(case, nodeid, "unjudged", f"first measurement: {first}")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
