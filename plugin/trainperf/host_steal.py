@@ -119,11 +119,10 @@ def _stat_fields(process_stat: Path) -> list[str] | None:
 
 def thread_core(task_stat: Path) -> int | None:
     """The core a thread last ran on, from its /proc/<pid>/task/<tid>/stat; None where it cannot tell."""
-    try:
-        fields = task_stat.read_text().rsplit(")", 1)[1].split()
-        return int(fields[PROCESSOR])
-    except (OSError, IndexError, ValueError):
+    fields = _stat_fields(task_stat)
+    if fields is None or len(fields) <= PROCESSOR or not fields[PROCESSOR].isdigit():
         return None
+    return int(fields[PROCESSOR])
 
 
 class StealWatch:
