@@ -45,13 +45,11 @@ def spreads(runs: pd.DataFrame) -> pd.DataFrame:
         peers.get_group(s).drop(index=i, errors="ignore").median() if s in peers.groups else np.nan
         for i, s in zip(runs.index, runs["session"], strict=True)
     ]
-    table = runs.groupby("case").agg(
-        runs=("log", "size"),
-        alone=("deviation", "std"),
-        vs_reference=("reference_log", lambda x: (runs.loc[x.index, "log"] - x).std()),
-        vs_noisy_peers=("peer_median", lambda x: (runs.loc[x.index, "deviation"] - x).std()),
-    )
-    return (100 * table[["alone", "vs_reference", "vs_noisy_peers"]]).round(2).assign(runs=table["runs"])
+    runs["vs_reference"] = runs["log"] - runs["reference_log"]
+    runs["vs_noisy_peers"] = runs["deviation"] - runs["peer_median"]
+    table = runs.rename(columns={"deviation": "alone"}).groupby("case")
+    spread = 100 * table[["alone", "vs_reference", "vs_noisy_peers"]].std()
+    return spread.round(2).assign(runs=table.size())
 
 
 if __name__ == "__main__":
