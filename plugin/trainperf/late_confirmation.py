@@ -74,16 +74,19 @@ class LateConfirmation:
             _log(item, reports)
         return True
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, None]:
-        outcome = yield
-        if outcome.excinfo is not None or session.shouldfail or session.shouldstop:
-            return  # interrupted: the held cases are named at the end (``unjudged``)
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        """After the last item, the held items run again. An interrupt, in the loop or in those runs,
+        propagates as pytest's own would; the cases still held are named at the end (``unjudged``)."""
+        result = yield
+        if session.shouldfail or session.shouldstop:
+            return result
         for item in list(self.waiting):
             item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
             _log(item, runtestprotocol(item, nextitem=None, log=False))
             self.waiting.remove(item)
             self.held = {key: held for key, held in self.held.items() if key[0] != item.nodeid}
+        return result
 
     def unjudged(self) -> list[str]:
         """The items still waiting for their second measurement, where the session ended before it."""
