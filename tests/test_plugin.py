@@ -76,7 +76,7 @@ def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
             "a slowdown counts beyond *%; this host issued an op in * µs, * µs where recorded (*)* "
             "(first measurement: toy/variant: slower than baseline: *)",
             "note: toy/variant: confirmed by a second measurement at the end of the session (* s, * s after the "
-            "first): *",
+            "first), median * ms (+*% against the baseline), speedup *x; the first: toy/variant: slower than *",
         ]
     )
 
@@ -103,7 +103,10 @@ def test_a_case_slower_once_is_measured_again_in_a_fresh_process_and_passes(pyte
     result = pytester.runpytest(*BASE, "--perf-report=out")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["note: toy/reference: not confirmed by a second measurement at the end of the session (*): *slower than *"]
+        [
+            "note: toy/reference: not confirmed by a second measurement at the end of the session (*), "
+            "median * ms (*% against the baseline), speedup *x; the first: toy/reference: slower than *"
+        ]
     )
     case = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][0]["extra_info"]
     assert case["confirmation"]["first"][0].startswith("toy/reference: slower than baseline")

@@ -193,10 +193,10 @@ class TrainPerf:
             "reference_again": "speedup" in suspect,
         }
         held = "confirmed" if gate.failures(second.checks) else "not confirmed"
-        when = f"({seconds:.0f} s)"
-        if waited_s is not None:
-            when = f"at the end of the session ({seconds:.0f} s, {waited_s:.0f} s after the first)"
-        session.note(f"{spec.key}: {held} by a second measurement {when}: {'; '.join(suspect.values())}")
+        when = f"({seconds:.0f} s" + (")" if waited_s is None else f", {waited_s:.0f} s after the first)")
+        at = "" if waited_s is None else " at the end of the session"
+        found = "; ".join(suspect.values())
+        session.note(f"{spec.key}: {held} by a second measurement{at} {when}, {second.figures}; the first: {found}")
         return second
 
     def _measure(self, spec: CaseSpec) -> Measurement:

@@ -82,6 +82,14 @@ class CaseResult:
             return None
         return stats.relative_change(self.summary.median, self.baseline_median_ms)
 
+    @property
+    def figures(self) -> str:
+        """'median 82.137 ms (+1.8% against the baseline), speedup 3.48x': the figures a note quotes."""
+        text = f"median {self.summary.median:.3f} ms"
+        if self.baseline_delta is not None:
+            text += f" ({self.baseline_delta:+.1%} against the baseline)"
+        return text if self.speedup is None else f"{text}, speedup {self.speedup:.2f}x"
+
 
 @dataclass
 class PerfSession:
