@@ -172,17 +172,18 @@ class TrainPerf:
     def _confirmed(
         self, spec: CaseSpec, first: CaseResult, suspect: dict[str, str], declared: Optimization, waited_s: float | None
     ) -> CaseResult:
-        """The case measured again in a fresh process (its reference too where the speedup fell short),
-        at once (``waited_s`` None) or at the end of the session, ``waited_s`` after the first. The verdict
-        is the second measurement's; its messages show both."""
-        session = self.session
+        """The case measured again in a fresh process (its reference too where the speedup fell short), at
+        once (``waited_s`` None) or at the end of the session; the verdict is the second's, its messages both."""
+        session, found = self.session, "; ".join(suspect.values())
         started = time.perf_counter()
         if waited_s is None:
-            session.progress(f"{spec.key}: measuring again before failing it ({'; '.join(suspect.values())})")
+            session.progress(f"{spec.key}: measuring again before failing it ({found})")
         measurement = self._measure_afresh(spec)
         reference = session.references[(spec.workload.name, spec.warmup, spec.iters)]
-        if spec.optimization.name == REFERENCE or "speedup" in suspect:  # a reference is its own, 1.00x
-            reference = measurement if spec.optimization.name == REFERENCE else self._measure_afresh(spec, declared)
+        if spec.optimization.name == REFERENCE:
+            reference = measurement  # a reference's speedup is over itself, never over its first measurement
+        elif "speedup" in suspect:
+            reference = self._measure_afresh(spec, declared)
         second = self._result(spec, measurement, reference)
         second.checks = [_with_first(check, suspect.get(check.name)) for check in second.checks]
         seconds = time.perf_counter() - started
@@ -195,7 +196,6 @@ class TrainPerf:
         held = "confirmed" if gate.failures(second.checks) else "not confirmed"
         when = f"({seconds:.0f} s" + (")" if waited_s is None else f", {waited_s:.0f} s after the first)")
         at = "" if waited_s is None else " at the end of the session"
-        found = "; ".join(suspect.values())
         session.note(f"{spec.key}: {held} by a second measurement{at} {when}, {second.figures}; the first: {found}")
         return second
 
