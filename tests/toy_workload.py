@@ -1,7 +1,8 @@
 """A toy workload for the plugin's own end-to-end tests: logistic regression on separable points.
 
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
-random labels (a broken optimization whose accuracy drops), ``images`` counts its samples as images,
+random labels (a broken optimization whose accuracy drops), ``extra_calls`` makes that many more calls
+in every step (more host work, of no time to tell), ``images`` counts its samples as images,
 ``slow_once`` names a file: the build that finds it deletes it and adds 6 ms of host time to every step
 (a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError
 there (a broken case), or with "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s``
@@ -49,6 +50,7 @@ class Toy:
             sleep_ms += 6.0
         sleep_s = sleep_ms / 1000.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
+        extra_calls = range(int(optimization.options.get("extra_calls", 0)))
         out_of_memory = bool(optimization.options.get("out_of_memory", False))
         rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
         fails = rank in optimization.options.get("fail_on_ranks", ())
@@ -72,6 +74,8 @@ class Toy:
             if fails and steps[0] >= 2:
                 raise RuntimeError(f"toy failure on rank {rank}")
             time.sleep(60.0 if hangs and steps[0] >= 2 else sleep_s)
+            for _ in extra_calls:
+                abs(0)
             value: torch.Tensor = F.cross_entropy(model(batch[0]), batch[1])
             return value
 

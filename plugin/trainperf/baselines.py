@@ -102,9 +102,10 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
         valid = isinstance(values, list) and values and all(_is_positive_number(x) for x in values)
         if not valid:
             raise BaselineError(f"{path}: case {name!r} needs {key!r} as a non-empty list of positive numbers")
-    history = entry.get("history_ms", [])
-    if not (isinstance(history, list) and all(_is_positive_number(x) for x in history)):
-        raise BaselineError(f"{path}: case {name!r} needs 'history_ms' as a list of positive numbers")
+    for key in ("history_ms", "host_calls", "host_calls_history"):  # the calls: absent from older files
+        values = entry.get(key, [])
+        if not (isinstance(values, list) and all(_is_positive_number(x) for x in values)):
+            raise BaselineError(f"{path}: case {name!r} needs {key!r} as a list of positive numbers")
     host = entry.get("host", {})  # absent from files recorded before the host was measured
     if not (isinstance(host, dict) and all(_is_positive_number(x) or x == 0 for x in host.values())):
         raise BaselineError(f"{path}: case {name!r} needs 'host' as an object of figures of zero or more")
@@ -125,15 +126,22 @@ def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) 
     return [_change(name, old.get(name), entry) for name, entry in sorted(entries.items())]
 
 
-def add_history(path: Path, device_slug: str, accepted: Mapping[str, float]) -> list[str]:
-    """Append each accepted run's median to its case's ``history_ms`` (the last ``HISTORY_RUNS``), under
-    the lock; return the cases added. A case the file does not hold is left out: its history starts
-    with its recording."""
+def add_history(
+    path: Path, device_slug: str, accepted: Mapping[str, float], calls: Mapping[str, float] | None = None
+) -> list[str]:
+    """Append each accepted run's median to its case's ``history_ms``, and its host calls per iteration
+    (``calls``, where counted) to ``host_calls_history`` (each the last ``HISTORY_RUNS``), under the
+    lock; return the cases added. A case the file does not hold is left out: its history starts with
+    its recording."""
+    calls = calls or {}
     with _locked(path):
         cases = load(path)
         added = sorted(name for name in accepted if name in cases)
         for name in added:
             cases[name]["history_ms"] = [*history(cases[name]), accepted[name]][-HISTORY_RUNS:]
+            if name in calls:
+                counted = [*cases[name].get("host_calls_history", []), calls[name]]
+                cases[name]["host_calls_history"] = counted[-HISTORY_RUNS:]
         if added:
             document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": cases}
             _atomic_write(path, json.dumps(document, indent=1) + "\n")

@@ -6,7 +6,6 @@ the case under a profiler, ``session`` keeps the record that every report reads.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -185,7 +184,7 @@ class TrainPerf:
         elif "speedup" in suspect:
             reference = self._measure_afresh(spec, declared)
         second = self._result(spec, measurement, reference)
-        second.checks = [_with_first(check, suspect.get(check.name)) for check in second.checks]
+        second.checks = [verdict.with_first(check, suspect.get(check.name)) for check in second.checks]
         seconds = time.perf_counter() - started
         second.confirmation = {
             "first": list(suspect.values()),
@@ -262,7 +261,7 @@ class TrainPerf:
         reference_median = stats.summarize(reference.samples_ms).median
         rate = measurement.per_second(measurement.samples_per_iteration, summary.median)
         speedup = rate / reference.per_second(reference.samples_per_iteration, reference_median)
-        stored = session.stored_baseline(spec.key)
+        stored, calls = session.stored_baseline(spec.key), session.stored_calls(spec.key)
         checks = verdict.judge(
             spec.key,
             optimization,
@@ -271,6 +270,7 @@ class TrainPerf:
             reference,
             speedup,
             stored,
+            calls,
             device_type=spec.device.type,
             strict=session.settings.strict,
             update_baselines=session.settings.update_baselines,
@@ -290,11 +290,5 @@ class TrainPerf:
             peak_flops=session.peak_flops,
             baseline_summary=None if stored is None else stats.summarize(stored.samples_ms),
             min_detectable=verdict.min_detectable_slowdown(optimization, stored),
+            min_detectable_host_work=verdict.min_detectable_host_work(optimization, calls, measurement),
         )
-
-
-def _with_first(check: gate.Check, first: str | None) -> gate.Check:
-    """A check of the second measurement, saying what the first one found when that failed."""
-    if first is None:
-        return check
-    return dataclasses.replace(check, message=f"{check.message} (first measurement: {first})")

@@ -31,6 +31,7 @@ class Measurement:
     memory_snapshot: dict[str, Any] | None = None  # --perf-memory-snapshot: files and peak MiB by phase
     run_medians_ms: list[float] = field(default_factory=list)  # one per independent run; [] for one run
     fp8_flop_share: float | None = None  # share of the model FLOPs in FP8 GEMMs (MFU stays against bf16)
+    host_calls: list[int] = field(default_factory=list)  # the host's calls per iteration, one per run
 
     def per_second(self, amount: float, median_ms: float) -> float:
         """``amount`` done per iteration, per second at the median iteration time."""
@@ -49,10 +50,10 @@ TYPICAL: dict[str, Callable[[list[float]], float]] = {
 
 def combined(runs: Sequence[Measurement]) -> Measurement:
     """Independent runs of one case (each built, warmed up and timed afresh) as one measurement: every
-    timed iteration, each run's median; accuracy, losses and compile time of the first run, peak memory
-    the highest, the clocks of the first run with every run's throttle reasons, the most host steal and
-    CPU use by other processes, the median host dispatch time, and the mean GPU busy share, SM clock
-    and power draw."""
+    timed iteration, each run's median and host calls; accuracy, losses and compile time of the first
+    run, peak memory the highest, the clocks of the first run with every run's throttle reasons, the
+    most host steal and CPU use by other processes, the median host dispatch time, and the mean GPU busy
+    share, SM clock and power draw."""
     first = runs[0]
     readings = [reading for run in runs for reading in run.clocks.values() if reading]
     throttles = sorted({t for reading in readings for t in reading.get("throttle", [])})
@@ -74,4 +75,5 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
         peak_memory_bytes=max(peaks) if peaks else None,
         clocks={**first.clocks, "during": during, "after": runs[-1].clocks.get("after")},
         run_medians_ms=[statistics.median(run.samples_ms) for run in runs],
+        host_calls=[calls for run in runs for calls in run.host_calls],
     )

@@ -1,5 +1,6 @@
 """Train one case: build, apply the optimization, warm up, then time N iterations (``timing.py``); the
-held-out metric before and after, peak memory, the GPU's clocks around the timed run.
+held-out metric before and after, peak memory, the GPU's clocks around the timed run, and the host's
+calls per iteration in a few more (``host_work.py``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from trainperf import device as devices
-from trainperf import host_speed
+from trainperf import host_speed, host_work
 from trainperf.case import CaseSpec, Optimization
 from trainperf.host_steal import StealWatch
 from trainperf.measurement import Measurement
 from trainperf.phases import PhaseRanges, phase_marker
 from trainperf.steps import autocast, backend_settings, fetcher, prepare_model, stepper
-from trainperf.timing import timed, warm_up
+from trainperf.timing import synchronize, timed, warm_up
 from trainperf.workload import Batch, Training
 
 SEED = 0
@@ -82,6 +83,8 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
         clocks_after = devices.clock_state(device)
         metric = _evaluate(training, model, device, optimization)
+        host_calls = host_work.calls_per_iteration(step, fetch)
+        synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
         if then is not None:
             then(case)
     finally:
@@ -103,6 +106,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         clocks={"before": clocks_before, "during": _during(watch, steal, host_us), "after": clocks_after},
         sample_unit=training.sample_unit,
         fp8_flop_share=training.fp8_flop_share,
+        host_calls=[host_calls],
     )
 
 

@@ -6,6 +6,7 @@ Lives in ``config.stash``; the fixture gets callbacks from it, and the report re
 from __future__ import annotations
 
 import datetime
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import torch
 
-from trainperf import baselines, gate, stats
+from trainperf import baselines, gate, host_work_gate, stats
 from trainperf import device as devices
 from trainperf.isolated import Children
 from trainperf.launcher import Launch
@@ -49,6 +50,7 @@ class CaseResult:
     profile: CaseProfile | None = None  # with --profile
     baseline_summary: stats.Summary | None = None  # the stored baseline's samples, summarized
     min_detectable: float | None = None  # the smallest slowdown the gate can tell from this case's noise
+    min_detectable_host_work: float | None = None  # the smallest rise in host calls it fails, where judged
     confirmation: dict[str, Any] | None = None  # the first measurement, when the case was measured again
 
     @property
@@ -105,6 +107,7 @@ class PerfSession:
     changes: list[baselines.Change] = field(default_factory=list)
     baseline_error: baselines.BaselineError | OSError | None = None  # the write that failed, if one did
     accepted: dict[str, float] = field(default_factory=dict)  # medians --perf-history/--perf-calibrate add
+    accepted_calls: dict[str, float] = field(default_factory=dict)  # and their host calls per iteration
     unfinished: list[dict[str, str]] = field(default_factory=list)  # cases that started and did not finish
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
@@ -152,6 +155,13 @@ class PerfSession:
             host.get("mean_sm_clock_mhz"),
         )
 
+    def stored_calls(self, key: str) -> host_work_gate.StoredCalls | None:
+        entry = self.stored.get(key)
+        if entry is None:
+            return None
+        busy = entry.get("host", {}).get("gpu_busy_share")
+        return host_work_gate.StoredCalls(entry.get("host_calls", []), entry.get("host_calls_history", []), busy)
+
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
@@ -166,6 +176,8 @@ class PerfSession:
             self._write_baseline(result.key)
         if self.keeps_history and _accepted(result, self.settings.calibrate):
             self.accepted[result.key] = result.summary.median
+            if result.measurement.host_calls:
+                self.accepted_calls[result.key] = statistics.median(result.measurement.host_calls)
         return self.entries[-1]
 
     def record_unfinished(self, key: str, nodeid: str, verdict: str, reason: str) -> None:
@@ -200,7 +212,7 @@ class PerfSession:
         baselines' history."""
         if not (self.keeps_history and self.accepted and not self.settings.update_baselines):
             return []
-        return baselines.add_history(self.baseline_file, self.fingerprint.slug, self.accepted)
+        return baselines.add_history(self.baseline_file, self.fingerprint.slug, self.accepted, self.accepted_calls)
 
 
 def _accepted(result: CaseResult, calibrate: bool) -> bool:
@@ -218,6 +230,7 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
     return {
         "samples_ms": m.samples_ms,
         "run_medians_ms": m.run_medians_ms or [result.summary.median],
+        "host_calls": m.host_calls,
         "summary": result.summary.as_dict(),
         "accuracy": {"metric": result.metric_name, "value": m.metric},
         "peak_memory_bytes": m.peak_memory_bytes,

@@ -1,15 +1,16 @@
 """The verdict policy of one case: which gate checks run and which of them only note.
 
-Pure, beside ``gate.py``: a case is judged on accuracy and on time against its stored baseline; a case
-other than the reference also on its speedup and its peak memory. Under ``--update-baselines`` a slower
-time is reported, not failed; on a throttled GPU neither the time nor the speedup is judged.
+Pure, beside ``gate.py``: a case is judged on accuracy and on time against its stored baseline, and
+where its GPU waits for the host on its host work (``host_work_gate.py``); a case other than the
+reference also on its speedup and its peak memory. Under ``--update-baselines`` a slower time or more
+host work is reported, not failed; on a throttled GPU neither the time nor the speedup is judged.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from trainperf import gate
+from trainperf import gate, host_work_gate
 from trainperf.case import REFERENCE, Metric, Optimization
 from trainperf.measurement import Measurement
 
@@ -22,6 +23,7 @@ def judge(
     reference: Measurement,
     speedup: float,
     stored: gate.Baseline | None,
+    stored_calls: host_work_gate.StoredCalls | None,
     *,
     device_type: str,
     strict: bool,
@@ -55,12 +57,17 @@ def judge(
             stored,
         ),
     ]
+    busy = (measurement.clocks.get("during") or {}).get("gpu_busy_share")
+    calls = host_work_gate.host_work_check(
+        key, measurement.host_calls, stored_calls, busy, floor=slowdown_floor(optimization)
+    )
+    checks += [] if calls is None else [calls]
     if not is_reference:
         checks.append(gate.speedup_check(key, speedup, optimization.min_speedup.get(device_type)))
         ratio = optimization.max_memory_ratio.get(device_type)
         checks.append(gate.memory_check(key, measurement.peak_memory_bytes, reference.peak_memory_bytes, ratio))
     if update_baselines:
-        checks = [as_note(c) if c.name == "baseline" else c for c in checks]
+        checks = [as_note(c) if c.name in ("baseline", host_work_gate.NAME) else c for c in checks]
     unreliable = gate.clock_check(key, measurement.clocks)
     if unreliable is not None:  # a throttled GPU: its times are noted, not judged
         checks = [as_note(c) if c.name in ("baseline", "speedup") else c for c in checks] + [unreliable]
@@ -76,6 +83,21 @@ def min_detectable_slowdown(optimization: Optimization, stored: gate.Baseline | 
     return None if stored is None else stored.noise(slowdown_floor(optimization)).threshold
 
 
+def min_detectable_host_work(
+    optimization: Optimization, stored_calls: host_work_gate.StoredCalls | None, measurement: Measurement
+) -> float | None:
+    """The smallest rise in host calls per iteration the gate fails; None where they are not judged."""
+    busy = (measurement.clocks.get("during") or {}).get("gpu_busy_share")
+    return host_work_gate.threshold(stored_calls, busy, slowdown_floor(optimization))
+
+
 def as_note(check: gate.Check) -> gate.Check:
     """A slower time reported, not failed (under --update-baselines, or on a throttled GPU)."""
     return dataclasses.replace(check, passed=None if check.passed is False else check.passed)
+
+
+def with_first(check: gate.Check, first: str | None) -> gate.Check:
+    """A check of the second measurement, saying what the first one found when that failed."""
+    if first is None:
+        return check
+    return dataclasses.replace(check, message=f"{check.message} (first measurement: {first})")

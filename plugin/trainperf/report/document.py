@@ -50,7 +50,7 @@ REQUIRED = ("name", "group", "stats", "extra_info")
 REQUIRED_INFO = ("summary_ms", "speedup", "samples_per_second", "metric", "verdict")
 # figures the reports read where present
 OPTIONAL_NUMBERS = ("peak_memory_bytes", "baseline_median_ms", "mfu", "first_step_s", "reader_share",
-                    "min_detectable_slowdown", "fp8_flop_share")  # fmt: skip
+                    "min_detectable_slowdown", "min_detectable_host_work", "fp8_flop_share")  # fmt: skip
 
 
 def case_entry(result: CaseResult) -> CaseEntry:
@@ -77,7 +77,9 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "speedup": result.speedup,
             "baseline_median_ms": result.baseline_median_ms,
             "min_detectable_slowdown": result.min_detectable,
+            "min_detectable_host_work": result.min_detectable_host_work,
             "run_medians_ms": m.run_medians_ms or [result.summary.median],
+            "host_calls": m.host_calls,
             "confirmation": result.confirmation,
             "baseline_summary_ms": None if result.baseline_summary is None else result.baseline_summary.as_dict(),
             "samples_per_iteration": m.samples_per_iteration,
@@ -226,17 +228,6 @@ def _metric(metric: Any) -> bool:
     return isinstance(metric, dict) and isinstance(metric.get("name"), str) and _number(metric.get("value"))
 
 
-def judged_medians(document: RunDocument) -> dict[str, float]:
-    """Median ms of each case whose time was judged against a stored baseline, passed or failed: what
-    ``--perf-calibrate`` adds to the history at the end of a run, read here from the run's checks."""
-    return {case["name"]: float(case["extra_info"]["summary_ms"]["median"]) for case in document.cases if _judged(case)}
-
-
-def _judged(case: Mapping[str, Any]) -> bool:
-    checks = case["extra_info"].get("checks") or []
-    return any(isinstance(c, dict) and c.get("name") == "baseline" and c.get("passed") is not None for c in checks)
-
-
 def merged_cases(documents: list[RunDocument]) -> list[dict[str, Any]]:
     """Every case of the documents in order of first appearance, each its latest measurement on its
     device, with its ``device``, its document's file name (``source``) and ``folder``. Where the
@@ -293,6 +284,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "first_step_s": info.get("first_step_s"),
                 "reader_share": info.get("reader_share"),
                 "min_detectable": info.get("min_detectable_slowdown"),
+                "min_detectable_host_work": info.get("min_detectable_host_work"),
                 "verdict": info["verdict"],
                 "source": case.get("source"),
             }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from trainperf.report.document import CaseEntry
@@ -12,7 +13,7 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
     """The case's figures and verdict, its data-parallel figures, and its profile; None values left out."""
     info = entry["extra_info"]
     summary, metric = info["summary_ms"], info["metric"]
-    speedup, mfu = info["speedup"], info["mfu"]
+    speedup, mfu, calls = info["speedup"], info["mfu"], info.get("host_calls")
     found: dict[str, Any] = {
         "trainperf_case": entry["name"],
         "trainperf_median_ms": round(summary["median"], 4),
@@ -20,6 +21,8 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
         "trainperf_speedup": None if speedup is None else round(speedup, 3),
         "trainperf_baseline_ms": info["baseline_median_ms"],
         "trainperf_min_detectable_slowdown": info["min_detectable_slowdown"],
+        "trainperf_min_detectable_host_work": info.get("min_detectable_host_work"),
+        "trainperf_host_calls": statistics.median_low(calls) if calls else None,
         "trainperf_samples_per_s": round(info["samples_per_second"], 1),
         "trainperf_sample_unit": info["sample_unit"],
         "trainperf_mfu": None if mfu is None else round(mfu, 4),

@@ -21,7 +21,10 @@ def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
             "ms/iter (± IQR)": [f"{m:.3f} ± {q:.3f}" for m, q in zip(frame["median_ms"], frame["iqr_ms"], strict=True)],
             "baseline ms": ["" if pd.isna(v) else f"{v:.3f}" for v in frame["baseline_ms"]],
             "vs baseline": ["" if pd.isna(v) else f"{v:+.1%}" for v in frame["delta"]],
-            "detects": [percent(v) for v in frame["min_detectable"]],
+            "detects": [
+                detects_text(t, w)
+                for t, w in zip(frame["min_detectable"], frame["min_detectable_host_work"], strict=True)
+            ],
             "speedup": ["" if pd.isna(s) else f"{s:.2f}x" for s in frame["speedup"]],
             "throughput/s": [rate_text(v, u) for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
             "MFU": [mfu_text(m, f) for m, f in zip(frame["mfu"], frame["fp8_share"], strict=True)],
@@ -55,6 +58,12 @@ def top_table(rows: list[dict[str, Any]], unit: str, full_names: bool = True) ->
     if full_names:
         table["full name"] = [row["name"] for row in rows]
     return table
+
+
+def detects_text(slowdown: float | None, host_work: float | None) -> str:
+    """'36.3%', or '36.3%; host +3.0%' for a case also judged on its host calls per iteration."""
+    text = percent(slowdown)
+    return text if host_work is None or pd.isna(host_work) else f"{text}; host +{host_work:.1%}"
 
 
 def mfu_text(mfu: float | None, fp8_share: float | None) -> str:

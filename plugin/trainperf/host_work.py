@@ -1,0 +1,47 @@
+"""The host's work per iteration, counted: the calls the training thread makes in a few untimed
+iterations after the timed ones (Python functions, and the C functions Python calls, torch's ops among
+them: ``sys.setprofile``'s "call" and "c_call" events).
+
+A case whose GPU waits for the host runs as fast as the host issues its work, and the host's speed
+moves by 7-18% between processes and machines (docs/evidence/h200-noise-sources.md). The count does not
+follow the host's speed: the same code makes the same calls on a fast or a slow host, so more calls mean
+more host work. The iterations are counted after the timed ones and after the held-out metric, and the
+profile function is removed before anything else runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its optimizer step (a gradient
+# scaler's) does not move it
+COUNTED_EVENTS = ("call", "c_call")
+
+
+def calls_per_iteration(
+    step: Callable[[Any], object], fetch: Callable[[], tuple[Any, float]], iterations: int = COUNTED_ITERATIONS
+) -> int:
+    """The median number of calls the calling thread makes in one of ``iterations`` training iterations
+    (``step(fetch()[0])``, the data's fetch included, as in a timed iteration)."""
+    return int(statistics.median(_calls(step, fetch) for _ in range(iterations)))
+
+
+def _calls(step: Callable[[Any], object], fetch: Callable[[], tuple[Any, float]]) -> int:
+    count = 0
+
+    def profile(_frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal count
+        if event in COUNTED_EVENTS:
+            count += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        step(fetch()[0])
+    finally:
+        sys.setprofile(previous)
+    return count - 1  # the call of sys.setprofile that removes the profile function

@@ -1,0 +1,89 @@
+"""The host-work check: a case whose GPU waits for the host must not make more calls per iteration
+(``host_work.py``) than its stored runs did, beyond their measured noise.
+
+Such a case runs as fast as the host issues its work, and hosts differ: its time moved by up to 36%
+between fresh machines (docs/evidence/trust.md), so its time check catches only gross slowdowns. The
+calls the host makes per iteration are the same on a fast or a slow host; more of them cost time on
+every host. A GPU-bound case is judged on its time alone: host work it adds hides behind the GPU.
+Pure: no torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from trainperf import stats
+from trainperf.gate import DEFAULT_FLOOR, FALLBACK_THRESHOLD, HOST_BOUND_BUSY, Check
+
+NAME = "host work"
+
+
+@dataclass(frozen=True)
+class StoredCalls:
+    """A case's stored calls per iteration: of each recorded run, and of the runs accepted since
+    (``--perf-history``, ``trainperf calibrate``); and the GPU's busy share where recorded."""
+
+    recorded: Sequence[float] = ()
+    history: Sequence[float] = ()
+    gpu_busy_share: float | None = None
+
+    def noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise | None:
+        """The counts' noise about the recorded runs' mean; an entry recorded before calls were counted
+        takes its center from the runs accepted since. None where no run was counted."""
+        if self.recorded:
+            return stats.run_noise(self.recorded, floor, FALLBACK_THRESHOLD, 0.0, self.history)
+        if self.history:
+            return stats.run_noise(self.history, floor, FALLBACK_THRESHOLD)
+        return None
+
+
+def waits_for_host(busy_now: float | None, stored: StoredCalls) -> bool:
+    """Whether the GPU waited for the host in this run or where recorded; a run with no GPU busy share
+    (on the CPU) runs on the host alone."""
+    recorded = stored.gpu_busy_share
+    return busy_now is None or busy_now < HOST_BOUND_BUSY or (recorded is not None and recorded < HOST_BOUND_BUSY)
+
+
+def threshold(stored: StoredCalls | None, busy_now: float | None, floor: float = DEFAULT_FLOOR) -> float | None:
+    """The smallest rise in host calls the check fails; None where the case is not judged on them."""
+    if stored is None or not waits_for_host(busy_now, stored):
+        return None
+    noise = stored.noise(floor)
+    return None if noise is None else noise.threshold
+
+
+def host_work_check(
+    case: str, calls: Sequence[int], stored: StoredCalls | None, busy_now: float | None, floor: float = DEFAULT_FLOOR
+) -> Check | None:
+    """This run's calls per iteration against the stored runs'; None where not judged: nothing counted
+    now, no baseline, or a GPU that did not wait for the host. Without enough counted runs (fewer than
+    ``stats.MIN_RUNS``) only a rise beyond ``FALLBACK_THRESHOLD`` fails."""
+    if not calls or stored is None or not waits_for_host(busy_now, stored):
+        return None
+    now = statistics.median(calls)
+    noise = stored.noise(floor)
+    if noise is None:
+        return Check(
+            NAME,
+            None,
+            f"{case}: {now:.0f} host calls per iteration, none counted where recorded: count them with "
+            "--update-baselines, or add runs of the recorded code with --perf-history",
+        )
+    delta = stats.relative_change(now, noise.center_ms)
+    figures = f"{now:.0f} host calls per iteration vs {noise.center_ms:.0f} stored ({delta:+.1%})"
+    if noise.spread is None:
+        allowance = (
+            f"{noise.runs} run(s) counted, too few to measure their noise: more counts beyond {noise.threshold:.0%}"
+        )
+    else:
+        allowance = f"noise {noise.spread:.1%} over {noise.runs} runs: more counts beyond {noise.threshold:.1%}"
+    if delta > noise.threshold:
+        return Check(
+            NAME,
+            False,
+            f"{case}: more host work than baseline: {figures}; {allowance}; the GPU waits for the host, so "
+            "the host's added work costs time on any machine",
+        )
+    return Check(NAME, True, f"{case}: {figures}; {allowance}")

@@ -1,0 +1,71 @@
+"""The host's calls per iteration: counted alike run after run, more where the code does more, and the
+gate fails a case whose host work grew where its time cannot tell (pytester, on the CPU)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from trainperf import host_work
+
+from tests.test_plugin import BASE, ONCE_SLOW, baseline_file
+
+
+def batches():
+    while True:
+        yield [1.0, 2.0, 3.0], 0.0
+
+
+def step(extra: int):
+    def train(batch: list[float]) -> float:
+        for _ in range(extra):
+            abs(0)
+        return sum(x * x for x in batch)
+
+    return train
+
+
+def test_the_same_step_counts_the_same_calls_and_more_work_more_calls() -> None:
+    fetch = batches().__next__
+    plain = host_work.calls_per_iteration(step(0), fetch)
+    assert plain == host_work.calls_per_iteration(step(0), fetch) > 0
+    assert host_work.calls_per_iteration(step(100), fetch) == plain + 100  # one C call each
+
+
+def test_counting_leaves_the_profile_function_as_it_found_it() -> None:
+    def outer(*_: object) -> None: ...
+
+    sys.setprofile(outer)
+    try:
+        host_work.calls_per_iteration(step(0), batches().__next__)
+        assert sys.getprofile() is outer
+    finally:
+        sys.setprofile(None)
+    host_work.calls_per_iteration(step(0), batches().__next__)
+    assert sys.getprofile() is None
+
+
+@pytest.mark.slow
+def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytester: pytest.Pytester) -> None:
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 2.0}'))
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=1)
+    stored = json.loads(baseline_file(pytester).read_text())["cases"]["toy/reference"]
+    assert len(stored["host_calls"]) == 3 and len(set(stored["host_calls"])) == 1  # three processes, one count
+    same = pytester.runpytest(*BASE, "--perf-strict", "--perf-report=same")
+    same.assert_outcomes(passed=1)
+    case = json.loads((pytester.path / "same" / "run.json").read_text())["benchmarks"][0]["extra_info"]
+    assert case["host_calls"] == stored["host_calls"][:1]
+    assert case["min_detectable_host_work"] == pytest.approx(0.03)  # equal counts: the floor
+    extra = stored["host_calls"][0] // 5  # 20% more calls, a few microseconds of time
+    pytester.makepyfile(test_toy=ONCE_SLOW.replace("OPTIONS", f'{{"sleep_ms": 2.0, "extra_calls": {extra}}}'))
+    more = pytester.runpytest(*BASE, "--perf-strict", "--junitxml=j.xml")
+    more.assert_outcomes(failed=1)
+    more.stdout.fnmatch_lines(
+        ["*toy/reference: more host work than baseline: * host calls per iteration vs * stored (+2*%); "
+         "noise 0.0% over 3 runs: more counts beyond 3.0%; the GPU waits for the host*"]
+    )  # fmt: skip
+    assert "slower than baseline" not in more.stdout.str()
+    assert 'name="trainperf_min_detectable_host_work" value="0.03"' in (pytester.path / "j.xml").read_text()

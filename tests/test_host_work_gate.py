@@ -1,0 +1,61 @@
+"""The host-work check on figures alone: which cases it judges, against what, and what it says."""
+
+from __future__ import annotations
+
+import pytest
+from trainperf.host_work_gate import StoredCalls, host_work_check, threshold
+
+STEADY = StoredCalls(recorded=(5552, 5552, 5551), gpu_busy_share=0.74)
+
+
+def test_a_gpu_bound_case_is_not_judged_on_its_host_work() -> None:
+    gpu_bound = StoredCalls(recorded=(5552, 5552, 5552), gpu_busy_share=0.99)
+    assert host_work_check("w/c", [9000], gpu_bound, busy_now=0.98) is None
+    assert threshold(gpu_bound, busy_now=0.98) is None
+
+
+def test_a_case_that_waited_for_the_host_now_or_where_recorded_is_judged() -> None:
+    recorded_gpu_bound = StoredCalls(recorded=(100, 100, 100), gpu_busy_share=0.99)
+    assert host_work_check("w/c", [100], recorded_gpu_bound, busy_now=0.8) is not None
+    assert host_work_check("w/c", [100], STEADY, busy_now=0.99) is not None
+    assert host_work_check("w/c", [100], recorded_gpu_bound, busy_now=None) is not None  # the CPU
+
+
+def test_equal_counts_judge_at_the_floor_and_a_rise_beyond_it_fails_with_both_counts() -> None:
+    assert threshold(STEADY, busy_now=0.7) == pytest.approx(0.03)
+    passed = host_work_check("w/c", [5600], STEADY, busy_now=0.7)
+    assert passed is not None and passed.passed is True
+    failed = host_work_check("w/c", [5900], STEADY, busy_now=0.7)
+    assert failed is not None and failed.passed is False
+    assert "5900 host calls per iteration vs 5552 stored (+6.3%)" in failed.message
+    assert "more counts beyond 3.0%" in failed.message
+
+
+def test_counts_that_vary_widen_the_threshold() -> None:
+    varying = StoredCalls(recorded=(1000, 1040, 980), history=(1010, 1050), gpu_busy_share=0.5)
+    wide = threshold(varying, busy_now=0.5)
+    assert wide is not None and wide > 0.05
+    check = host_work_check("w/c", [1070], varying, busy_now=0.5)
+    assert check is not None and check.passed is True
+
+
+def test_an_entry_recorded_before_counting_says_so_then_takes_its_center_from_history() -> None:
+    uncounted = StoredCalls(gpu_busy_share=0.5)
+    note = host_work_check("w/c", [100], uncounted, busy_now=0.5)
+    assert note is not None and note.passed is None and "none counted where recorded" in note.message
+    calibrated = StoredCalls(history=(100, 100, 100), gpu_busy_share=0.5)
+    check = host_work_check("w/c", [110], calibrated, busy_now=0.5)
+    assert check is not None and check.passed is False
+
+
+def test_too_few_counted_runs_judge_only_large_rises() -> None:
+    one = StoredCalls(recorded=(100,), gpu_busy_share=0.5)
+    check = host_work_check("w/c", [108], one, busy_now=0.5)
+    assert check is not None and check.passed is True and "too few to measure their noise" in check.message
+    check = host_work_check("w/c", [111], one, busy_now=0.5)
+    assert check is not None and check.passed is False
+
+
+def test_nothing_counted_or_no_baseline_is_not_judged() -> None:
+    assert host_work_check("w/c", [], STEADY, busy_now=0.5) is None
+    assert host_work_check("w/c", [100], None, busy_now=0.5) is None
