@@ -8,6 +8,7 @@ Run on a GPU machine with the baseline folder of this machine (``studies/trust_r
     TRAINPERF_SLOWED_CASE=bert/reference,gpt2/tf32 ...     # several cases, one after the other
     TRAINPERF_SLOWED_CASE=lstm_lm/amp_bf16 TRAINPERF_SLOWED_ON=host TRAINPERF_SLOWDOWNS=0.1 ...
     TRAINPERF_SLOWED_CASE=gpt2/stack_fp8 TRAINPERF_SLOWED_GPU_WORK=gemm TRAINPERF_SLOWDOWNS=0,0.05 ...
+    TRAINPERF_SLOWED_CASE=lstm_lm/reference TRAINPERF_SLOWED_ON=host TRAINPERF_SLOWED_HOST_WORK=ops ...
 
 ``--perf-confirmations=1000`` measures every catch again, as a nightly run does for the few cases that
 regressed; the default (10 a session) would leave the later catches of a long study on their first
@@ -16,7 +17,8 @@ measurement.
 Each item trains the case with extra work after every optimizer step, sized to a fraction of the case's
 stored median and timed here first: a spin of one SM (``torch.cuda._sleep``), bfloat16 GEMMs on every SM
 (``TRAINPERF_SLOWED_GPU_WORK=gemm``, for cases at the power cap, where a spin that draws little power may
-be hidden), or a busy loop of the main thread. A slowdown of 0 measures the case unslowed on the same
+be hidden), a busy loop of the main thread, or more tiny GPU ops issued by it
+(``TRAINPERF_SLOWED_HOST_WORK=ops``, as a lost fusion adds). A slowdown of 0 measures the case unslowed on the same
 machine, to tell what the extra work added. The gate judges each run against the baseline as it would
 any case. ``studies/trust_table.py`` counts how often a slowdown was caught from the JUnit file.
 """
@@ -43,6 +45,7 @@ RUNS = int(os.environ.get("TRAINPERF_SLOWED_RUNS", "10"))
 CASES = tuple(os.environ.get("TRAINPERF_SLOWED_CASE", "gpt2/amp_bf16").split(","))
 ON_HOST = os.environ.get("TRAINPERF_SLOWED_ON", "gpu") == "host"
 GPU_WORK = os.environ.get("TRAINPERF_SLOWED_GPU_WORK", "spin")
+HOST_WORK = os.environ.get("TRAINPERF_SLOWED_HOST_WORK", "busy")
 SPIN_CYCLES = 20_000_000  # the spin whose duration gives the GPU's cycles per millisecond
 GEMM_SIZE = 4096  # a bfloat16 GEMM of a fraction of a millisecond: the work comes in fine steps
 
@@ -52,6 +55,35 @@ def busy_wait(ms: float) -> None:
     end = time.perf_counter() + ms / 1e3
     while time.perf_counter() < end:
         pass
+
+
+def host_ops(ms: float) -> tuple[Callable[[], None], int]:
+    """Tiny in-place ops on the GPU, as many as the host issues in about ``ms`` milliseconds (timed here),
+    and their count."""
+    tensor = torch.zeros(1, device="cuda")
+
+    def issue(count: int) -> None:
+        for _ in range(count):
+            tensor.add_(1.0)
+
+    issue(100)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    issue(1000)
+    op_ms = time.perf_counter() - start  # per op, in ms: 1000 ops in s
+    torch.cuda.synchronize()
+    count = max(1, round(ms / op_ms))
+    return functools.partial(issue, count), count
+
+
+def host_work(ms: float) -> tuple[Callable[[], None], str]:
+    """Host-side work of about ``ms`` milliseconds after every step: a busy loop, or tiny GPU ops."""
+    if HOST_WORK == "busy":
+        return functools.partial(busy_wait, ms), "host (busy loop)"
+    if HOST_WORK == "ops":
+        work, count = host_ops(ms)
+        return work, f"host ({count} ops)"
+    raise ValueError(f"TRAINPERF_SLOWED_HOST_WORK={HOST_WORK!r}: choose busy or ops")
 
 
 @dataclass
@@ -143,8 +175,11 @@ def test_slowed(
 ) -> None:
     ladder, optimization = find_case(case)
     extra_ms = slowdown * stored_median_ms(case)
-    extra, extra_ms = (functools.partial(busy_wait, extra_ms), extra_ms) if ON_HOST else gpu_work.sized(extra_ms)
+    if ON_HOST:
+        (extra, where) = host_work(extra_ms)
+    else:
+        (extra, extra_ms), where = gpu_work.sized(extra_ms), f"gpu ({gpu_work.kind})"
     record_property("trainperf_slowdown", slowdown)
     record_property("trainperf_spin_ms", round(extra_ms, 4))  # the extra work's duration, of any kind
-    record_property("trainperf_slowed_on", "host" if ON_HOST else f"gpu ({gpu_work.kind})")
+    record_property("trainperf_slowed_on", where)
     trainperf.run(Slowed(ladder.workload, extra), optimization, reference=ladder.reference)
