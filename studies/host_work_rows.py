@@ -1,0 +1,68 @@
+"""Rows of the host-work table, one per case and run: its host calls per iteration, its time, and both
+checks' figures, from run documents.
+
+    PYTHONPATH=$PWD python studies/host_work_rows.py LEASE RUN_JSON... --append docs/evidence/data/h200-host-work.csv
+
+Each run is named by its folder (``DIR/NAME/run.json``). ``stored_calls`` and ``calls_detects`` are
+those of the host-work check, read from its message, where the case was judged on its host work.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from studies import evidence_rows
+
+COLUMNS = ["lease", "run", "case", "host_calls", "stored_calls", "calls_detects", "calls_passed", "median_ms",
+           "baseline_ms", "detects", "time_passed", "gpu_busy", "verdict"]  # fmt: skip
+STORED = re.compile(r"host calls per iteration vs (\d+) stored")
+BEYOND = re.compile(r"more counts beyond ([\d.]+)%")
+
+
+def row(lease: str, run: str, case: dict[str, Any]) -> dict[str, Any]:
+    info = case["extra_info"]
+    checks = {check["name"]: check for check in info["checks"]}
+    work, time = checks.get("host work", {}), checks.get("baseline", {})
+    stored, beyond = STORED.search(work.get("message", "")), BEYOND.search(work.get("message", ""))
+    return {
+        "lease": lease,
+        "run": run,
+        "case": case["name"],
+        "host_calls": info["host_calls"][0] if info.get("host_calls") else None,
+        "stored_calls": int(stored.group(1)) if stored else None,
+        "calls_detects": float(beyond.group(1)) / 100 if beyond else None,
+        "calls_passed": work.get("passed"),
+        "median_ms": round(info["summary_ms"]["median"], 4),
+        "baseline_ms": info["baseline_median_ms"] and round(info["baseline_median_ms"], 4),
+        "detects": info["min_detectable_slowdown"] and round(info["min_detectable_slowdown"], 4),
+        "time_passed": time.get("passed"),
+        "gpu_busy": round((info["clocks"].get("during") or {}).get("gpu_busy_share") or 0.0, 3),
+        "verdict": info["verdict"],
+    }
+
+
+def rows(lease: str, run_documents: list[Path]) -> pd.DataFrame:
+    found = [
+        row(lease, path.parent.name, case)
+        for path in run_documents
+        for case in json.loads(path.read_text(encoding="utf-8"))["benchmarks"]
+    ]
+    if not found:
+        raise SystemExit(f"no case in {', '.join(map(str, run_documents))}")
+    return pd.DataFrame(found, columns=COLUMNS).astype({"host_calls": "Int64", "stored_calls": "Int64"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = evidence_rows.arguments(argv, (__doc__ or "").splitlines()[0], "RUN_JSON")
+    evidence_rows.write(rows(args.lease, args.sources), COLUMNS, args.append)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Run documents read into the rows of the committed host-work table: the run document of ten runs of
+``gpt2/no_host_sync`` slowed by tiny GPU ops issued from the host, captured on an H200 (lease AN of
+docs/evidence/h200-host-work.md), each failed by the host-work check and passed by the time check; the
+reference it was measured against on demand is not one of the document's cases."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from studies import host_work_rows
+
+DATA = Path(__file__).parent / "data"
+CAPTURED = DATA / "h200_host_work_slowed.run.json"
+TABLE = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h200-host-work.csv"
+
+
+def test_each_case_run_is_a_row_with_both_checks(tmp_path: Path) -> None:
+    path = tmp_path / "ops-slowed" / "run.json"
+    path.parent.mkdir()
+    shutil.copy(CAPTURED, path)
+    table = host_work_rows.rows("AN", [path])
+    slowed = table[table["case"] == "gpt2/no_host_sync"]
+    assert len(table) == len(slowed) == 10 and (slowed["run"] == "ops-slowed").all()
+    assert (slowed["stored_calls"] == 3218).all() and (slowed["calls_detects"] == 0.03).all()
+    assert (slowed["host_calls"] > 1.1 * 3218).all() and not slowed["calls_passed"].any()
+    assert slowed["time_passed"].all() and (slowed["verdict"] == "fail").all()
+
+
+def test_the_committed_table_holds_these_rows(tmp_path: Path) -> None:
+    path = tmp_path / "ops-slowed" / "run.json"
+    path.parent.mkdir()
+    shutil.copy(CAPTURED, path)
+    committed = pd.read_csv(TABLE)
+    assert committed.columns.tolist() == host_work_rows.COLUMNS
+    lease = committed[(committed["lease"] == "AN") & (committed["run"] == "ops-slowed")]
+    assert lease["host_calls"].tolist() == host_work_rows.rows("AN", [path])["host_calls"].tolist()
