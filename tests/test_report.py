@@ -169,6 +169,14 @@ def test_compare_prints_per_case_differences(tmp_path: Path, capsys: pytest.Capt
     assert re.search(r"gpt2/amp_bf16\s+90\.146\s+.*pass\s+\(absent\)", out)
 
 
+def test_compare_shows_host_calls_where_a_run_counted_them(capsys: pytest.CaptureFixture[str]) -> None:
+    counted = DATA / "h200_host_work_slowed.run.json"  # gpt2/no_host_sync slowed by host ops, H200
+    assert cli.main(["compare", str(H200_GPT2), str(counted)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"A calls\s+B calls", out)
+    assert re.search(r"gpt2/no_host_sync\s+\d+\.\d{3}\s+\d+\.\d{3}\s+[+-]\d+\.\d%\s+3,670\s", out)
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

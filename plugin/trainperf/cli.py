@@ -99,9 +99,9 @@ def _report(documents: list[RunDocument], output: Path) -> int:
 
 
 def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
-    """Per case: median ms before and after, the change, speedups and verdicts; a case in one only shows
-    blanks on the other side."""
-    columns = ["case", "median_ms", "speedup", "verdict"]
+    """Per case: median ms before and after, the change, host calls per iteration, speedups and verdicts;
+    a case in one only shows blanks on the other side, as does a run that counted no calls."""
+    columns = ["case", "median_ms", "host_calls", "speedup", "verdict"]
     old = cases_frame(merged_cases([before]))[columns]
     new = cases_frame(merged_cases([after]))[columns]
     both = old.merge(new, on="case", how="outer", suffixes=(" A", " B"), sort=False)
@@ -112,6 +112,8 @@ def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
             "A ms": both["median_ms A"].map(_number),
             "B ms": both["median_ms B"].map(_number),
             "change": change.map(lambda v: "" if pd.isna(v) else f"{v:+.1%}"),
+            "A calls": both["host_calls A"].map(_count),
+            "B calls": both["host_calls B"].map(_count),
             "A speedup": both["speedup A"].map(_times),
             "B speedup": both["speedup B"].map(_times),
             "A verdict": both["verdict A"].fillna("(absent)"),
@@ -148,6 +150,10 @@ def _compare(before: RunDocument, after: RunDocument) -> int:
 
 def _number(value: float) -> str:
     return "" if pd.isna(value) else f"{value:.3f}"
+
+
+def _count(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:,.0f}"
 
 
 def _times(value: float) -> str:

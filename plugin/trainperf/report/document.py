@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,6 +284,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "delta": None if not baseline else summary["median"] / baseline - 1.0,
                 "first_step_s": info.get("first_step_s"),
                 "reader_share": info.get("reader_share"),
+                "host_calls": statistics.median(info["host_calls"]) if info.get("host_calls") else None,
                 "min_detectable": info.get("min_detectable_slowdown"),
                 "min_detectable_host_work": info.get("min_detectable_host_work"),
                 "verdict": info["verdict"],
