@@ -200,6 +200,8 @@ def _check_case(path: Path, index: int, case: Any) -> None:
         (f"'extra_info.{key}' must be a number or null", _optional_number(info.get(key))) for key in OPTIONAL_NUMBERS
     ]
     wrong.append(("'extra_info.sample_unit' must be a string", isinstance(info.get("sample_unit", ""), str)))
+    calls = info.get("host_calls", [])  # absent from documents written before calls were counted
+    wrong.append(("'extra_info.host_calls' must be a list of positive numbers", _positive_list(calls)))
     for message, holds in wrong:
         if not holds:
             raise RunDocumentError(f"{where}: {message}")
@@ -223,6 +225,10 @@ def _number(value: Any) -> bool:
 
 def _positive(value: Any) -> bool:
     return _number(value) and value > 0
+
+
+def _positive_list(values: Any) -> bool:
+    return isinstance(values, list) and all(_positive(value) for value in values)
 
 
 def _metric(metric: Any) -> bool:
