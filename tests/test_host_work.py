@@ -65,7 +65,7 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
     more.assert_outcomes(failed=1)
     more.stdout.fnmatch_lines(
         ["*toy/reference: more host work than baseline: * host calls per iteration vs * stored (+2*%); "
-         "noise 0.0% over 3 runs: more counts beyond 3.0%; the GPU waits for the host*"]
+         "noise 0.0% over 3 runs: more counts beyond 3.0%; this case waits for the host*"]
     )  # fmt: skip
     assert "slower than baseline" not in more.stdout.str()
     assert 'name="trainperf_min_detectable_host_work" value="0.03"' in (pytester.path / "j.xml").read_text()

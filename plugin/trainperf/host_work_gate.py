@@ -39,6 +39,11 @@ class StoredCalls:
         return None
 
 
+def typical(calls: Sequence[float]) -> float | None:
+    """The host calls per iteration of one or more runs of a case: their median; None where none counted."""
+    return statistics.median(calls) if calls else None
+
+
 def waits_for_host(busy_now: float | None, stored: StoredCalls) -> bool:
     """Whether the GPU waited for the host in this run or where recorded; a run with no GPU busy share
     (on the CPU) runs on the host alone."""
@@ -60,9 +65,9 @@ def host_work_check(
     """This run's calls per iteration against the stored runs'; None where not judged: nothing counted
     now, no baseline, or a GPU that did not wait for the host. Without enough counted runs (fewer than
     ``stats.MIN_RUNS``) only a rise beyond ``FALLBACK_THRESHOLD`` fails."""
-    if not calls or stored is None or not waits_for_host(busy_now, stored):
+    now = typical(calls)
+    if now is None or stored is None or not waits_for_host(busy_now, stored):
         return None
-    now = statistics.median(calls)
     noise = stored.noise(floor)
     if noise is None:
         return Check(
@@ -83,7 +88,7 @@ def host_work_check(
         return Check(
             NAME,
             False,
-            f"{case}: more host work than baseline: {figures}; {allowance}; the GPU waits for the host, so "
+            f"{case}: more host work than baseline: {figures}; {allowance}; this case waits for the host, so "
             "the host's added work costs time on any machine",
         )
     return Check(NAME, True, f"{case}: {figures}; {allowance}")

@@ -6,7 +6,6 @@ Lives in ``config.stash``; the fixture gets callbacks from it, and the report re
 from __future__ import annotations
 
 import datetime
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,8 +175,9 @@ class PerfSession:
             self._write_baseline(result.key)
         if self.keeps_history and _accepted(result, self.settings.calibrate):
             self.accepted[result.key] = result.summary.median
-            if result.measurement.host_calls:
-                self.accepted_calls[result.key] = statistics.median(result.measurement.host_calls)
+            calls = host_work_gate.typical(result.measurement.host_calls)
+            if calls is not None:
+                self.accepted_calls[result.key] = calls
         return self.entries[-1]
 
     def record_unfinished(self, key: str, nodeid: str, verdict: str, reason: str) -> None:

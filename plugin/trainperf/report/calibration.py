@@ -3,10 +3,10 @@ does at the end of a run): the median and the host calls of each case whose time
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from trainperf import host_work_gate
 from trainperf.report.document import RunDocument
 
 
@@ -18,8 +18,12 @@ def judged_medians(document: RunDocument) -> dict[str, float]:
 
 def judged_calls(document: RunDocument) -> dict[str, float]:
     """The host calls per iteration of the cases ``judged_medians`` gives, where they were counted."""
-    judged = [case for case in document.cases if _judged(case) and case["extra_info"].get("host_calls")]
-    return {case["name"]: float(statistics.median(case["extra_info"]["host_calls"])) for case in judged}
+    counted = {
+        case["name"]: host_work_gate.typical(case["extra_info"].get("host_calls") or [])
+        for case in document.cases
+        if _judged(case)
+    }
+    return {name: float(calls) for name, calls in counted.items() if calls is not None}
 
 
 def _judged(case: Mapping[str, Any]) -> bool:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ import pandas as pd
 from pytest_benchmark import __version__ as pytest_benchmark_version
 from pytest_benchmark.stats import Stats
 
-from trainperf import __version__, stats
+from trainperf import __version__, host_work_gate, stats
 from trainperf.provenance import git_commit
 from trainperf.report import profile_summary
 from trainperf.workers import RUN_FILE
@@ -290,7 +289,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "delta": None if not baseline else summary["median"] / baseline - 1.0,
                 "first_step_s": info.get("first_step_s"),
                 "reader_share": info.get("reader_share"),
-                "host_calls": statistics.median(info["host_calls"]) if info.get("host_calls") else None,
+                "host_calls": host_work_gate.typical(info.get("host_calls") or []),
                 "min_detectable": info.get("min_detectable_slowdown"),
                 "min_detectable_host_work": info.get("min_detectable_host_work"),
                 "verdict": info["verdict"],

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
+from trainperf import host_work_gate
 from trainperf.report.document import CaseEntry
 from trainperf.report.lines import scaling_efficiency
 
@@ -22,7 +22,7 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
         "trainperf_baseline_ms": info["baseline_median_ms"],
         "trainperf_min_detectable_slowdown": info["min_detectable_slowdown"],
         "trainperf_min_detectable_host_work": info.get("min_detectable_host_work"),
-        "trainperf_host_calls": statistics.median_low(calls) if calls else None,
+        "trainperf_host_calls": host_work_gate.typical(calls or []),
         "trainperf_samples_per_s": round(info["samples_per_second"], 1),
         "trainperf_sample_unit": info["sample_unit"],
         "trainperf_mfu": None if mfu is None else round(mfu, 4),
