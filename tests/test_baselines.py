@@ -231,6 +231,24 @@ def test_a_history_that_is_not_positive_numbers_names_the_case(tmp_path: Path) -
         baselines.load(path)
 
 
+@pytest.mark.parametrize("shares", [[1.2], [-0.1], ["busy"], 0.9])
+def test_busy_shares_outside_zero_to_one_name_the_case(tmp_path: Path, shares: object) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "gpu_busy_history": shares}}}))
+    with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'gpu_busy_history' as a list of shares"):
+        baselines.load(path)
+
+
+def test_further_figures_of_accepted_runs_join_their_own_lists_where_a_case_has_them(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": entry(10.0), "w/b": entry(5.0)}}))
+    figures = {"host_calls_history": {"w/a": 672.0}, "gpu_busy_history": {"w/a": 0.69, "w/b": 0.98}}
+    assert baselines.add_history(path, "dev", {"w/a": 10.1, "w/b": 5.1}, figures) == ["w/a", "w/b"]
+    cases = baselines.load(path)
+    assert cases["w/a"]["host_calls_history"] == [672.0] and cases["w/a"]["gpu_busy_history"] == [0.69]
+    assert "host_calls_history" not in cases["w/b"] and cases["w/b"]["gpu_busy_history"] == [0.98]
+
+
 def test_host_figures_that_are_not_numbers_name_the_case(tmp_path: Path) -> None:
     path = tmp_path / "dev.json"
     path.write_text(

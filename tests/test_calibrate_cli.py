@@ -4,6 +4,7 @@ as ``--perf-calibrate`` would have during the run (judged cases, passed or faile
 from __future__ import annotations
 
 import json
+import statistics
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from trainperf import baselines, cli
 ROOT = Path(__file__).parent.parent
 RUN = Path(__file__).parent / "data" / "h100_digits_ncu.run.json"  # digits --profile=ncu on the H100
 SLUG = "nvidia-h100-80gb-hbm3"
+H200_RUN = Path(__file__).parent / "data" / "h200_gpt2_bert_host_work.run.json"  # GPT-2 and BERT, counted
 
 
 @pytest.fixture
@@ -40,6 +42,23 @@ def test_each_judged_case_of_the_run_ends_its_history_with_the_runs_median(
     for name in set(before) - set(medians):
         assert after[name] == before[name]
     assert f"{len(medians)} judged case(s)" in capsys.readouterr().out
+
+
+def test_each_judged_case_adds_its_host_calls_and_gpu_busy_share(tmp_path: Path) -> None:
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    shutil.copy(ROOT / "baselines" / "nvidia-h200.json", folder)
+    before = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
+    assert cli.main(["calibrate", str(H200_RUN), "--baseline-dir", str(folder)]) == 0
+    after = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
+    cases = json.loads(H200_RUN.read_text())["benchmarks"]
+    assert len(cases) == 25
+    for case in cases:
+        info, name = case["extra_info"], case["name"]
+        calls = statistics.median(info["host_calls"])  # of each measurement: one here
+        assert after[name]["host_calls_history"] == [*before[name].get("host_calls_history", []), calls]
+        busy = info["clocks"]["during"]["gpu_busy_share"]
+        assert after[name]["gpu_busy_history"] == [*before[name].get("gpu_busy_history", []), busy]
 
 
 def test_a_failed_case_joins_the_history_and_a_case_with_no_baseline_check_does_not(

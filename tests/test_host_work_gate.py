@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import pytest
-from trainperf.host_work_gate import StoredCalls, host_work_check, threshold
+from trainperf.host_work_gate import StoredCalls, history_figures, host_work_check, threshold
 
-STEADY = StoredCalls(recorded=(5552, 5552, 5551), gpu_busy_share=0.74)
+STEADY = StoredCalls(recorded=(5552, 5552, 5551), gpu_busy_shares=(0.74,))
 
 
 def test_a_gpu_bound_case_is_not_judged_on_its_host_work() -> None:
-    gpu_bound = StoredCalls(recorded=(5552, 5552, 5552), gpu_busy_share=0.99)
+    gpu_bound = StoredCalls(recorded=(5552, 5552, 5552), gpu_busy_shares=(0.99,))
     assert host_work_check("w/c", [9000], gpu_bound, busy_now=0.98) is None
     assert threshold(gpu_bound, busy_now=0.98) is None
 
 
 def test_a_case_that_waited_for_the_host_now_or_where_recorded_is_judged() -> None:
-    recorded_gpu_bound = StoredCalls(recorded=(100, 100, 100), gpu_busy_share=0.99)
+    recorded_gpu_bound = StoredCalls(recorded=(100, 100, 100), gpu_busy_shares=(0.99,))
     assert host_work_check("w/c", [100], recorded_gpu_bound, busy_now=0.8) is not None
     assert host_work_check("w/c", [100], STEADY, busy_now=0.99) is not None
     assert host_work_check("w/c", [100], recorded_gpu_bound, busy_now=None) is not None  # the CPU
+
+
+def test_a_case_that_waited_for_the_host_in_any_accepted_run_is_judged_on_a_host_where_it_did_not() -> None:
+    near_the_line = StoredCalls(recorded=(3294, 3294, 3294), gpu_busy_shares=(0.95, 0.94, 0.895))
+    check = host_work_check("w/c", [4000], near_the_line, busy_now=0.94)
+    assert check is not None and check.passed is False
+    never_waited = StoredCalls(recorded=(3294, 3294, 3294), gpu_busy_shares=(0.95, 0.94, 0.91))
+    assert host_work_check("w/c", [4000], never_waited, busy_now=0.94) is None
+
+
+def test_an_accepted_run_adds_its_calls_and_busy_share_where_it_has_them() -> None:
+    assert history_figures([5552, 5553, 5552], 0.74) == {"host_calls_history": 5552.0, "gpu_busy_history": 0.74}
+    assert history_figures([], 0.74) == {"gpu_busy_history": 0.74}
+    assert history_figures([672], None) == {"host_calls_history": 672.0}
 
 
 def test_equal_counts_judge_at_the_floor_and_a_rise_beyond_it_fails_with_both_counts() -> None:
@@ -32,7 +46,7 @@ def test_equal_counts_judge_at_the_floor_and_a_rise_beyond_it_fails_with_both_co
 
 
 def test_counts_that_vary_widen_the_threshold() -> None:
-    varying = StoredCalls(recorded=(1000, 1040, 980), history=(1010, 1050), gpu_busy_share=0.5)
+    varying = StoredCalls(recorded=(1000, 1040, 980), history=(1010, 1050), gpu_busy_shares=(0.5,))
     wide = threshold(varying, busy_now=0.5)
     assert wide is not None and wide > 0.05
     check = host_work_check("w/c", [1070], varying, busy_now=0.5)
@@ -40,16 +54,16 @@ def test_counts_that_vary_widen_the_threshold() -> None:
 
 
 def test_an_entry_recorded_before_counting_says_so_then_takes_its_center_from_history() -> None:
-    uncounted = StoredCalls(gpu_busy_share=0.5)
+    uncounted = StoredCalls(gpu_busy_shares=(0.5,))
     note = host_work_check("w/c", [100], uncounted, busy_now=0.5)
     assert note is not None and note.passed is None and "none counted where recorded" in note.message
-    calibrated = StoredCalls(history=(100, 100, 100), gpu_busy_share=0.5)
+    calibrated = StoredCalls(history=(100, 100, 100), gpu_busy_shares=(0.5,))
     check = host_work_check("w/c", [110], calibrated, busy_now=0.5)
     assert check is not None and check.passed is False
 
 
 def test_too_few_counted_runs_judge_only_large_rises() -> None:
-    one = StoredCalls(recorded=(100,), gpu_busy_share=0.5)
+    one = StoredCalls(recorded=(100,), gpu_busy_shares=(0.5,))
     check = host_work_check("w/c", [108], one, busy_now=0.5)
     assert check is not None and check.passed is True and "too few to measure their noise" in check.message
     check = host_work_check("w/c", [111], one, busy_now=0.5)

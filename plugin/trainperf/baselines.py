@@ -106,6 +106,9 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
         values = entry.get(key, [])
         if not (isinstance(values, list) and all(_is_positive_number(x) for x in values)):
             raise BaselineError(f"{path}: case {name!r} needs {key!r} as a list of positive numbers")
+    busy = entry.get("gpu_busy_history", [])  # absent from files calibrated before it was kept
+    if not (isinstance(busy, list) and all(_is_share(x) for x in busy)):
+        raise BaselineError(f"{path}: case {name!r} needs 'gpu_busy_history' as a list of shares from 0 to 1")
     host = entry.get("host", {})  # absent from files recorded before the host was measured
     if not (isinstance(host, dict) and all(_is_positive_number(x) or x == 0 for x in host.values())):
         raise BaselineError(f"{path}: case {name!r} needs 'host' as an object of figures of zero or more")
@@ -113,6 +116,10 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
 
 def _is_positive_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _is_share(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) -> list[Change]:
@@ -127,21 +134,24 @@ def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) 
 
 
 def add_history(
-    path: Path, device_slug: str, accepted: Mapping[str, float], calls: Mapping[str, float] | None = None
+    path: Path,
+    device_slug: str,
+    accepted: Mapping[str, float],
+    figures: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[str]:
-    """Append each accepted run's median to its case's ``history_ms``, and its host calls per iteration
-    (``calls``, where counted) to ``host_calls_history`` (each the last ``HISTORY_RUNS``), under the
-    lock; return the cases added. A case the file does not hold is left out: its history starts with
-    its recording."""
-    calls = calls or {}
+    """Append each accepted run's median to its case's ``history_ms``, and each further figure of that run
+    (``figures``, by history key: ``host_calls_history``, ``gpu_busy_history``; a case only where it has
+    one) to that list, each kept to the last ``HISTORY_RUNS``, under the lock; return the cases added.
+    A case the file does not hold is left out: its history starts with its recording."""
+    figures = figures or {}
     with _locked(path):
         cases = load(path)
         added = sorted(name for name in accepted if name in cases)
         for name in added:
             cases[name]["history_ms"] = [*history(cases[name]), accepted[name]][-HISTORY_RUNS:]
-            if name in calls:
-                counted = [*cases[name].get("host_calls_history", []), calls[name]]
-                cases[name]["host_calls_history"] = counted[-HISTORY_RUNS:]
+            for key, values in figures.items():
+                if name in values:
+                    cases[name][key] = [*cases[name].get(key, []), values[name]][-HISTORY_RUNS:]
         if added:
             document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": cases}
             _atomic_write(path, json.dumps(document, indent=1) + "\n")

@@ -20,7 +20,7 @@ import pandas as pd
 from trainperf import baselines
 from trainperf.baselines import BaselineError
 from trainperf.report import exports
-from trainperf.report.calibration import judged_calls, judged_medians
+from trainperf.report.calibration import judged_figures, judged_medians
 from trainperf.report.document import RunDocument, RunDocumentError, cases_frame, load, merged_cases
 
 
@@ -132,7 +132,7 @@ def _calibrate(documents: list[RunDocument], directory: Path) -> int:
         if not path.exists():
             raise BaselineError(f"{path}: no baseline file for {slug}; record one with --update-baselines")
         medians = judged_medians(document)
-        added = baselines.add_history(path, slug, medians, judged_calls(document))
+        added = baselines.add_history(path, slug, medians, judged_figures(document))
         if not added:
             raise RunDocumentError(f"{document.path}: no case's time was judged against a baseline in {path}")
         print(f"trainperf: {len(added)} judged case(s) of {document.path} added to the history in {path}")

@@ -23,11 +23,12 @@ NAME = "host work"
 @dataclass(frozen=True)
 class StoredCalls:
     """A case's stored calls per iteration: of each recorded run, and of the runs accepted since
-    (``--perf-history``, ``trainperf calibrate``); and the GPU's busy share where recorded."""
+    (``--perf-history``, ``trainperf calibrate``); and the GPU's busy shares where recorded and in the runs
+    accepted since."""
 
     recorded: Sequence[float] = ()
     history: Sequence[float] = ()
-    gpu_busy_share: float | None = None
+    gpu_busy_shares: Sequence[float] = ()
 
     def noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise | None:
         """The counts' noise about the recorded runs' mean; an entry recorded before calls were counted
@@ -44,11 +45,18 @@ def typical(calls: Sequence[float]) -> float | None:
     return statistics.median(calls) if calls else None
 
 
+def history_figures(calls: Sequence[float], busy: float | None) -> dict[str, float]:
+    """What an accepted run adds to its case's history besides its median, by history key: its host
+    calls per iteration and its GPU's busy share, where it has them."""
+    figures = {"host_calls_history": typical(calls), "gpu_busy_history": busy}
+    return {key: float(value) for key, value in figures.items() if value is not None}
+
+
 def waits_for_host(busy_now: float | None, stored: StoredCalls) -> bool:
-    """Whether the GPU waited for the host in this run or where recorded; a run with no GPU busy share
-    (on the CPU) runs on the host alone."""
-    recorded = stored.gpu_busy_share
-    return busy_now is None or busy_now < HOST_BOUND_BUSY or (recorded is not None and recorded < HOST_BOUND_BUSY)
+    """Whether the GPU waited for the host in this run, where recorded, or in any run accepted since: a
+    case near the line waits on one host and not on another, and its host work costs time where it
+    waits. A run with no GPU busy share (on the CPU) runs on the host alone."""
+    return busy_now is None or any(busy < HOST_BOUND_BUSY for busy in (busy_now, *stored.gpu_busy_shares))
 
 
 def threshold(stored: StoredCalls | None, busy_now: float | None, floor: float = DEFAULT_FLOOR) -> float | None:

@@ -106,7 +106,7 @@ class PerfSession:
     changes: list[baselines.Change] = field(default_factory=list)
     baseline_error: baselines.BaselineError | OSError | None = None  # the write that failed, if one did
     accepted: dict[str, float] = field(default_factory=dict)  # medians --perf-history/--perf-calibrate add
-    accepted_calls: dict[str, float] = field(default_factory=dict)  # and their host calls per iteration
+    accepted_figures: dict[str, dict[str, float]] = field(default_factory=dict)  # their calls and busy share
     unfinished: list[dict[str, str]] = field(default_factory=list)  # cases that started and did not finish
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
@@ -158,7 +158,8 @@ class PerfSession:
         entry = self.stored.get(key)
         if entry is None:
             return None
-        busy = entry.get("host", {}).get("gpu_busy_share")
+        recorded = entry.get("host", {}).get("gpu_busy_share")
+        busy = [*([] if recorded is None else [recorded]), *entry.get("gpu_busy_history", [])]
         return host_work_gate.StoredCalls(entry.get("host_calls", []), entry.get("host_calls_history", []), busy)
 
     def note(self, text: str) -> None:
@@ -175,9 +176,9 @@ class PerfSession:
             self._write_baseline(result.key)
         if self.keeps_history and _accepted(result, self.settings.calibrate):
             self.accepted[result.key] = result.summary.median
-            calls = host_work_gate.typical(result.measurement.host_calls)
-            if calls is not None:
-                self.accepted_calls[result.key] = calls
+            busy = (result.measurement.clocks.get("during") or {}).get("gpu_busy_share")
+            for key, value in host_work_gate.history_figures(result.measurement.host_calls, busy).items():
+                self.accepted_figures.setdefault(key, {})[result.key] = value
         return self.entries[-1]
 
     def record_unfinished(self, key: str, nodeid: str, verdict: str, reason: str) -> None:
@@ -212,7 +213,7 @@ class PerfSession:
         baselines' history."""
         if not (self.keeps_history and self.accepted and not self.settings.update_baselines):
             return []
-        return baselines.add_history(self.baseline_file, self.fingerprint.slug, self.accepted, self.accepted_calls)
+        return baselines.add_history(self.baseline_file, self.fingerprint.slug, self.accepted, self.accepted_figures)
 
 
 def _accepted(result: CaseResult, calibrate: bool) -> bool:

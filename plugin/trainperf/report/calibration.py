@@ -1,5 +1,5 @@
 """What a finished run adds to its baselines' history (``trainperf calibrate``, as ``--perf-calibrate``
-does at the end of a run): the median and the host calls of each case whose time was judged."""
+does at the end of a run): the median, host calls and GPU busy share of each case whose time was judged."""
 
 from __future__ import annotations
 
@@ -16,14 +16,16 @@ def judged_medians(document: RunDocument) -> dict[str, float]:
     return {case["name"]: float(case["extra_info"]["summary_ms"]["median"]) for case in document.cases if _judged(case)}
 
 
-def judged_calls(document: RunDocument) -> dict[str, float]:
-    """The host calls per iteration of the cases ``judged_medians`` gives, where they were counted."""
-    counted = {
-        case["name"]: host_work_gate.typical(case["extra_info"].get("host_calls") or [])
-        for case in document.cases
-        if _judged(case)
-    }
-    return {name: float(calls) for name, calls in counted.items() if calls is not None}
+def judged_figures(document: RunDocument) -> dict[str, dict[str, float]]:
+    """The host calls per iteration and the GPU's busy share of the cases ``judged_medians`` gives, by
+    history key, where the run has them."""
+    figures: dict[str, dict[str, float]] = {}
+    for case in filter(_judged, document.cases):
+        info = case["extra_info"]
+        busy = ((info.get("clocks") or {}).get("during") or {}).get("gpu_busy_share")
+        for key, value in host_work_gate.history_figures(info.get("host_calls") or [], busy).items():
+            figures.setdefault(key, {})[case["name"]] = value
+    return figures
 
 
 def _judged(case: Mapping[str, Any]) -> bool:
