@@ -4,8 +4,8 @@ as ``--perf-calibrate`` would have during the run (judged cases, passed or faile
 from __future__ import annotations
 
 import json
-import statistics
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
