@@ -23,7 +23,7 @@ from pytest_benchmark import __version__ as pytest_benchmark_version
 from pytest_benchmark.stats import Stats
 
 from trainperf import __version__, host_work_gate, stats
-from trainperf.provenance import git_commit
+from trainperf.provenance import commit_info
 from trainperf.report import profile_summary
 from trainperf.workers import RUN_FILE
 
@@ -111,7 +111,7 @@ def run_document(session: PerfSession) -> dict[str, Any]:
         "trainperf_version": __version__,
         "datetime": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine_info": session.fingerprint.as_dict(),
-        "commit_info": {"id": git_commit()},
+        "commit_info": commit_info(),
         "settings": {"size": session.size, "device": str(session.device), "sources": dict(session.settings.sources)},
         "benchmarks": list(session.entries),
         "unfinished": list(session.unfinished),
