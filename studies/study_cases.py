@@ -9,7 +9,12 @@ from trainperf import Ladder, Optimization
 
 from workloads.ladders import ladder_named
 
-EXAMPLES = {"lstm_lm": "examples.lstm_language_model", "mlp_mixer": "examples.mlp_mixer"}
+EXAMPLES = {  # by workload name; a module is imported only for its own cases (transformers, timm)
+    "lstm_lm": "examples.lstm_language_model",
+    "mlp_mixer": "examples.mlp_mixer",
+    "hf_llama": "examples.hf_llama",
+    "timm_resnet50": "examples.timm_resnet",
+}
 
 
 def find_case(case: str) -> tuple[Ladder, Optimization]:
