@@ -33,6 +33,11 @@ class Measurement:
     fp8_flop_share: float | None = None  # share of the model FLOPs in FP8 GEMMs (MFU stays against bf16)
     host_calls: list[int] = field(default_factory=list)  # the host's calls per iteration, one per run
 
+    @property
+    def gpu_busy_share(self) -> float | None:
+        """The GPU's busy share while timed; None where not read (on the CPU)."""
+        return (self.clocks.get("during") or {}).get("gpu_busy_share")
+
     def per_second(self, amount: float, median_ms: float) -> float:
         """``amount`` done per iteration, per second at the median iteration time."""
         return amount / (median_ms / 1000.0)

@@ -176,8 +176,8 @@ class PerfSession:
             self._write_baseline(result.key)
         if self.keeps_history and _accepted(result, self.settings.calibrate):
             self.accepted[result.key] = result.summary.median
-            busy = (result.measurement.clocks.get("during") or {}).get("gpu_busy_share")
-            for key, value in host_work_gate.history_figures(result.measurement.host_calls, busy).items():
+            measured = result.measurement
+            for key, value in host_work_gate.history_figures(measured.host_calls, measured.gpu_busy_share).items():
                 self.accepted_figures.setdefault(key, {})[result.key] = value
         return self.entries[-1]
 

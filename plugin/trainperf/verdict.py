@@ -57,9 +57,8 @@ def judge(
             stored,
         ),
     ]
-    busy = (measurement.clocks.get("during") or {}).get("gpu_busy_share")
     calls = host_work_gate.host_work_check(
-        key, measurement.host_calls, stored_calls, busy, floor=slowdown_floor(optimization)
+        key, measurement.host_calls, stored_calls, measurement.gpu_busy_share, floor=slowdown_floor(optimization)
     )
     checks += [] if calls is None else [calls]
     if not is_reference:
@@ -87,8 +86,7 @@ def min_detectable_host_work(
     optimization: Optimization, stored_calls: host_work_gate.StoredCalls | None, measurement: Measurement
 ) -> float | None:
     """The smallest rise in host calls per iteration the gate fails; None where they are not judged."""
-    busy = (measurement.clocks.get("during") or {}).get("gpu_busy_share")
-    return host_work_gate.threshold(stored_calls, busy, slowdown_floor(optimization))
+    return host_work_gate.threshold(stored_calls, measurement.gpu_busy_share, slowdown_floor(optimization))
 
 
 def as_note(check: gate.Check) -> gate.Check:
