@@ -39,7 +39,7 @@ def toy_suite(pytester: pytest.Pytester):
     """Writes a toy perf suite into the pytester folder; returns a writer for its parameters."""
     pytester.makepyfile(toy_workload=TOY_SOURCE)
 
-    def write(sleep_ms: float = 2.0, variant_sleep_ms: float = 2.0, shuffle: bool = False) -> pytest.Pytester:
+    def write(sleep_ms: float = 10.0, variant_sleep_ms: float = 10.0, shuffle: bool = False) -> pytest.Pytester:
         pytester.makepyfile(
             test_toy=TOY_TEST.format(sleep_ms=sleep_ms, variant_sleep_ms=variant_sleep_ms, shuffle=shuffle)
         )

@@ -50,7 +50,7 @@ def test_counting_leaves_the_profile_function_as_it_found_it() -> None:
 @pytest.mark.slow
 def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
-    pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 2.0}'))
+    pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 10.0}'))
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=1)
     stored = json.loads(baseline_file(pytester).read_text())["cases"]["toy/reference"]
     assert len(stored["host_calls"]) == 3 and len(set(stored["host_calls"])) == 1  # three processes, one count
@@ -60,7 +60,7 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
     assert case["host_calls"] == stored["host_calls"][:1]
     assert case["min_detectable_host_work"] == pytest.approx(0.03)  # equal counts: the floor
     extra = stored["host_calls"][0] // 5  # 20% more calls, a few microseconds of time
-    pytester.makepyfile(test_toy=ONCE_SLOW.replace("OPTIONS", f'{{"sleep_ms": 2.0, "extra_calls": {extra}}}'))
+    pytester.makepyfile(test_toy=ONCE_SLOW.replace("OPTIONS", f'{{"sleep_ms": 10.0, "extra_calls": {extra}}}'))
     more = pytester.runpytest(*BASE, "--perf-strict", "--junitxml=j.xml")
     more.assert_outcomes(failed=1)
     more.stdout.fnmatch_lines(

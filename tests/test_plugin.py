@@ -66,9 +66,9 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
 
 @pytest.mark.slow
 def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
-    pytester = toy_suite(sleep_ms=2.0, variant_sleep_ms=2.0)
+    pytester = toy_suite(sleep_ms=10.0, variant_sleep_ms=10.0)
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    slowed = toy_suite(sleep_ms=2.0, variant_sleep_ms=8.0).runpytest(*BASE)
+    slowed = toy_suite(sleep_ms=10.0, variant_sleep_ms=40.0).runpytest(*BASE)
     slowed.assert_outcomes(passed=1, failed=1)
     slowed.stdout.fnmatch_lines(
         [
@@ -95,9 +95,9 @@ def test_toy(trainperf, optimization):
 @pytest.mark.slow
 def test_a_case_slower_once_is_measured_again_in_a_fresh_process_and_passes(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
-    pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 2.0}'))
+    pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 10.0}'))
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=1)
-    once = ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 2.0, "slow_once": "slow-once"}')
+    once = ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 10.0, "slow_once": "slow-once"}')
     pytester.makepyfile(test_toy=once)
     (pytester.path / "slow-once").touch()  # the test process's build finds it, the fresh process's does not
     result = pytester.runpytest(*BASE, "--perf-report=out")
@@ -123,7 +123,7 @@ import pytest
 from toy_workload import Toy
 from trainperf import Optimization
 
-CASES = [Optimization("reference", options=FIRST), Optimization("variant", options={"sleep_ms": 2.0})]
+CASES = [Optimization("reference", options=FIRST), Optimization("variant", options={"sleep_ms": 10.0})]
 
 @pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
 def test_toy(trainperf, optimization):
@@ -140,9 +140,9 @@ def two_cases(pytester: pytest.Pytester, first: str) -> None:
 @pytest.mark.slow
 def test_a_case_that_looks_slower_is_measured_again_after_the_other_cases(pytester: pytest.Pytester) -> None:
     """Its test stops after the first measurement and runs again at the end: one report, one entry."""
-    two_cases(pytester, '{"sleep_ms": 2.0}')
+    two_cases(pytester, '{"sleep_ms": 10.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    two_cases(pytester, '{"sleep_ms": 2.0, "slow_once": "slow-once"}')
+    two_cases(pytester, '{"sleep_ms": 10.0, "slow_once": "slow-once"}')
     (pytester.path / "slow-once").touch()
     result = pytester.runpytest(*BASE, "-s", "-v", "--perf-report=out", "--junitxml=j.xml")
     result.assert_outcomes(passed=2)
@@ -162,9 +162,9 @@ def test_a_case_that_looks_slower_is_measured_again_after_the_other_cases(pytest
 
 @pytest.mark.slow
 def test_a_case_still_slower_at_the_end_fails_once_with_both_measurements(pytester: pytest.Pytester) -> None:
-    two_cases(pytester, '{"sleep_ms": 2.0}')
+    two_cases(pytester, '{"sleep_ms": 10.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    two_cases(pytester, '{"sleep_ms": 8.0}')
+    two_cases(pytester, '{"sleep_ms": 40.0}')
     result = pytester.runpytest(*BASE, "--perf-report=out")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -179,9 +179,9 @@ def test_a_case_still_slower_at_the_end_fails_once_with_both_measurements(pytest
 
 @pytest.mark.slow
 def test_a_session_stopped_before_the_end_names_the_cases_left_unjudged(pytester: pytest.Pytester) -> None:
-    two_cases(pytester, '{"sleep_ms": 2.0}')
+    two_cases(pytester, '{"sleep_ms": 10.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    two_cases(pytester, '{"sleep_ms": 8.0}')
+    two_cases(pytester, '{"sleep_ms": 40.0}')
     pytester.makeconftest(
         "def pytest_runtest_logreport(report):\n"
         "    if report.when == 'call' and 'variant' in report.nodeid:\n"
@@ -204,7 +204,7 @@ from toy_workload import Toy
 from trainperf import Optimization
 
 def test_toy(trainperf):
-    trainperf.run(Toy(), Optimization("variant", options={"sleep_ms": 2.0}, min_speedup={"cpu": 100.0}))
+    trainperf.run(Toy(), Optimization("variant", options={"sleep_ms": 10.0}, min_speedup={"cpu": 100.0}))
 """
 
 
@@ -232,10 +232,10 @@ def pytest_configure(config):
 
 
 def test_a_throttled_case_is_unreliable_not_failed(toy_suite) -> None:
-    pytester = toy_suite(sleep_ms=2.0, variant_sleep_ms=2.0)
+    pytester = toy_suite(sleep_ms=10.0, variant_sleep_ms=10.0)
     pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
     pytester.makeconftest(THROTTLED)
-    slowed = toy_suite(sleep_ms=2.0, variant_sleep_ms=8.0).runpytest(*BASE, "--perf-report=out")
+    slowed = toy_suite(sleep_ms=10.0, variant_sleep_ms=40.0).runpytest(*BASE, "--perf-report=out")
     slowed.assert_outcomes(passed=2)
     slowed.stdout.fnmatch_lines(
         ["note: toy/variant: timing unreliable: hardware thermal slowdown; its time was not judged"]
@@ -609,8 +609,8 @@ def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suit
 
 @pytest.mark.slow
 def test_calibration_adds_every_judged_case_to_the_history_failed_ones_too(toy_suite) -> None:
-    toy_suite(sleep_ms=2.0, variant_sleep_ms=2.0).runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
-    slowed = toy_suite(sleep_ms=2.0, variant_sleep_ms=12.0)
+    toy_suite(sleep_ms=10.0, variant_sleep_ms=10.0).runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
+    slowed = toy_suite(sleep_ms=10.0, variant_sleep_ms=60.0)
     history_only = slowed.runpytest(*BASE, "--perf-history", "--perf-confirmations=0")
     history_only.assert_outcomes(passed=1, failed=1)
     stored = json.loads(baseline_file(slowed).read_text())["cases"]

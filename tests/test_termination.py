@@ -81,9 +81,9 @@ def test_an_interrupted_wait_kills_the_child_in_its_own_group(tmp_path: Path) ->
 @pytest.mark.slow
 def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester) -> None:
     """The case that finished is in run.json and JUnit; the one waiting for its second measurement is named."""
-    two_cases(pytester, '{"sleep_ms": 2.0}')
+    two_cases(pytester, '{"sleep_ms": 10.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    two_cases(pytester, '{"sleep_ms": 8.0}')  # toy/reference looks slower and waits for the end
+    two_cases(pytester, '{"sleep_ms": 40.0}')  # toy/reference looks slower and waits for the end
     pytester.makeconftest(
         "import os, signal\n"
         "def pytest_runtest_logreport(report):\n"
@@ -108,9 +108,9 @@ def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester
 def test_sigterm_during_the_second_measurement_ends_the_session_quietly(pytester: pytest.Pytester) -> None:
     """Stopped while a held case is measured again at the end: the case is named unjudged, with no
     warning from pytest's hook machinery about a hook that raised."""
-    two_cases(pytester, '{"sleep_ms": 2.0}')
+    two_cases(pytester, '{"sleep_ms": 10.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    two_cases(pytester, '{"sleep_ms": 8.0}')
+    two_cases(pytester, '{"sleep_ms": 40.0}')
     pytester.makeconftest(
         "import os, signal\n"
         "starts = []\n"
