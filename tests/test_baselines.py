@@ -224,10 +224,11 @@ def test_history_keeps_the_last_accepted_runs_of_recorded_cases_only(tmp_path: P
     assert baselines.history(baselines.load(path)["w/a"]) == []
 
 
-def test_a_history_that_is_not_positive_numbers_names_the_case(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["history_ms", *baselines.HOST_CALLS_KEYS])
+def test_a_history_or_count_that_is_not_positive_numbers_names_the_case(tmp_path: Path, key: str) -> None:
     path = tmp_path / "dev.json"
-    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "history_ms": ["x"]}}}))
-    with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'history_ms' as a list of positive"):
+    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), key: ["x"]}}}))
+    with pytest.raises(baselines.BaselineError, match=f"case 'w/a' needs '{key}' as a list of positive"):
         baselines.load(path)
 
 

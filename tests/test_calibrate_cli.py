@@ -59,6 +59,8 @@ def test_each_judged_case_adds_its_host_calls_and_gpu_busy_share(tmp_path: Path)
         assert after[name]["host_calls_history"] == [*before[name].get("host_calls_history", []), calls]
         busy = info["clocks"]["during"]["gpu_busy_share"]
         assert after[name]["gpu_busy_history"] == [*before[name].get("gpu_busy_history", []), busy]
+        assert "host_step_calls" not in info  # counted apart since: its history is left as it was
+        assert after[name].get("host_step_calls_history") == before[name].get("host_step_calls_history")
 
 
 def test_a_failed_case_joins_the_history_and_a_case_with_no_baseline_check_does_not(

@@ -13,8 +13,10 @@ from trainperf import host_work
 from tests.test_plugin import BASE, ONCE_SLOW, baseline_file
 
 
-def batches():
+def batches(reader_calls: int = 0):
     while True:
+        for _ in range(reader_calls):
+            abs(0)
         yield [1.0, 2.0, 3.0], 0.0
 
 
@@ -30,8 +32,16 @@ def step(extra: int):
 def test_the_same_step_counts_the_same_calls_and_more_work_more_calls() -> None:
     fetch = batches().__next__
     plain = host_work.calls_per_iteration(step(0), fetch)
-    assert plain == host_work.calls_per_iteration(step(0), fetch) > 0
-    assert host_work.calls_per_iteration(step(100), fetch) == plain + 100  # one C call each
+    assert plain == host_work.calls_per_iteration(step(0), fetch)
+    assert plain.total > plain.step > 0
+    more = host_work.calls_per_iteration(step(100), fetch)
+    assert (more.total, more.step) == (plain.total + 100, plain.step + 100)  # one C call each
+
+
+def test_the_datas_fetch_counts_in_the_iteration_and_not_in_the_step() -> None:
+    plain = host_work.calls_per_iteration(step(0), batches().__next__)
+    reading = host_work.calls_per_iteration(step(0), batches(reader_calls=500).__next__)
+    assert (reading.total, reading.step) == (plain.total + 500, plain.step)
 
 
 def test_counting_leaves_the_profile_function_as_it_found_it() -> None:
@@ -54,10 +64,11 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=1)
     stored = json.loads(baseline_file(pytester).read_text())["cases"]["toy/reference"]
     assert len(stored["host_calls"]) == 3 and len(set(stored["host_calls"])) == 1  # three processes, one count
+    assert len(set(stored["host_step_calls"])) == 1 and 0 < stored["host_step_calls"][0] < stored["host_calls"][0]
     same = pytester.runpytest(*BASE, "--perf-strict", "--perf-report=same")
     same.assert_outcomes(passed=1)
     case = json.loads((pytester.path / "same" / "run.json").read_text())["benchmarks"][0]["extra_info"]
-    assert case["host_calls"] == stored["host_calls"][:1]
+    assert case["host_calls"] == stored["host_calls"][:1] and case["host_step_calls"] == stored["host_step_calls"][:1]
     assert case["min_detectable_host_work"] == pytest.approx(0.03)  # equal counts: the floor
     extra = stored["host_calls"][0] // 5  # 20% more calls, a few microseconds of time
     pytester.makepyfile(test_toy=ONCE_SLOW.replace("OPTIONS", f'{{"sleep_ms": 10.0, "extra_calls": {extra}}}'))
@@ -65,7 +76,27 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
     more.assert_outcomes(failed=1)
     more.stdout.fnmatch_lines(
         ["*toy/reference: more host work than baseline: * host calls per iteration vs * stored (+2*%); "
+         "noise 0.0% over 3 runs: more counts beyond 3.0%; * of them in the training step vs * stored (+*%); "
          "noise 0.0% over 3 runs: more counts beyond 3.0%; this case waits for the host*"]
     )  # fmt: skip
     assert "slower than baseline" not in more.stdout.str()
     assert 'name="trainperf_min_detectable_host_work" value="0.03"' in (pytester.path / "j.xml").read_text()
+
+
+@pytest.mark.slow
+def test_a_rise_in_the_steps_calls_that_a_busy_reader_hides_in_the_total_fails(pytester: pytest.Pytester) -> None:
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    reader = '{"sleep_ms": 10.0, "reader_calls": 20000}'  # the iteration's calls are nearly all the reader's
+    pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", reader))
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=1)
+    stored = json.loads(baseline_file(pytester).read_text())["cases"]["toy/reference"]
+    extra = stored["host_step_calls"][0] // 2  # the step's calls up by half, the iteration's by under 3%
+    assert extra < 0.03 * stored["host_calls"][0]
+    slowed = reader.replace("}", f', "extra_calls": {extra}}}')
+    pytester.makepyfile(test_toy=ONCE_SLOW.replace("OPTIONS", slowed))
+    more = pytester.runpytest(*BASE, "--perf-strict")
+    more.assert_outcomes(failed=1)
+    more.stdout.fnmatch_lines(
+        ["*toy/reference: more host work than baseline: * host calls per iteration vs * stored (+*%); * "
+         "of them in the training step vs * stored (+4*%); noise 0.0% over 3 runs: more counts beyond 3.0%*"]
+    )  # fmt: skip

@@ -33,6 +33,11 @@ def test_an_accepted_run_adds_its_calls_and_busy_share_where_it_has_them() -> No
     assert history_figures([5552, 5553, 5552], 0.74) == {"host_calls_history": 5552.0, "gpu_busy_history": 0.74}
     assert history_figures([], 0.74) == {"gpu_busy_history": 0.74}
     assert history_figures([672], None) == {"host_calls_history": 672.0}
+    assert history_figures([18324], 0.6, [819, 820]) == {
+        "host_calls_history": 18324.0,
+        "host_step_calls_history": 819.5,
+        "gpu_busy_history": 0.6,
+    }
 
 
 def test_equal_counts_judge_at_the_floor_and_a_rise_beyond_it_fails_with_both_counts() -> None:
@@ -73,3 +78,31 @@ def test_too_few_counted_runs_judge_only_large_rises() -> None:
 def test_nothing_counted_or_no_baseline_is_not_judged() -> None:
     assert host_work_check("w/c", [], STEADY, busy_now=0.5) is None
     assert host_work_check("w/c", [100], None, busy_now=0.5) is None
+
+
+READER_BOUND = StoredCalls(recorded=(18324,) * 3, gpu_busy_shares=(0.6,), step_recorded=(819,) * 3)
+
+
+def test_a_rise_in_the_steps_calls_fails_where_the_iterations_stays_within_its_noise() -> None:
+    check = host_work_check("w/c", [18850], READER_BOUND, busy_now=0.6, step_calls=[1345])
+    assert check is not None and check.passed is False
+    assert "18850 host calls per iteration vs 18324 stored (+2.9%)" in check.message
+    assert "1345 of them in the training step vs 819 stored (+64.2%)" in check.message
+
+
+def test_the_step_passes_beside_the_iteration_and_a_rise_in_the_reader_alone_fails_on_the_iterations() -> None:
+    same = host_work_check("w/c", [18324], READER_BOUND, busy_now=0.6, step_calls=[819])
+    assert same is not None and same.passed is True and "819 of them in the training step" in same.message
+    reader = host_work_check("w/c", [20000], READER_BOUND, busy_now=0.6, step_calls=[819])
+    assert reader is not None and reader.passed is False
+
+
+def test_the_step_is_judged_only_where_it_was_counted_now_and_stored() -> None:
+    uncounted_step = StoredCalls(recorded=(18324,) * 3, gpu_busy_shares=(0.6,))
+    check = host_work_check("w/c", [18850], uncounted_step, busy_now=0.6, step_calls=[1345])
+    assert check is not None and check.passed is True and "training step" not in check.message
+    check = host_work_check("w/c", [18850], READER_BOUND, busy_now=0.6)
+    assert check is not None and check.passed is True and "training step" not in check.message
+    calibrated = StoredCalls(recorded=(18324,) * 3, gpu_busy_shares=(0.6,), step_history=(819, 819, 819))
+    check = host_work_check("w/c", [18324], calibrated, busy_now=0.6, step_calls=[900])
+    assert check is not None and check.passed is False

@@ -598,6 +598,7 @@ def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suit
         night.stdout.fnmatch_lines(["note: history: 2 passing case(s) added to */bl/cpu-*.json"])
     stored = json.loads(baseline_file(pytester).read_text())["cases"]
     assert [len(stored[name]["history_ms"]) for name in sorted(stored)] == [2, 2]
+    assert [len(stored[name]["host_step_calls_history"]) for name in sorted(stored)] == [2, 2]
     third = pytester.runpytest(*BASE, "--perf-report=out")
     third.assert_outcomes(passed=2)
     checks = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][0]["extra_info"]["checks"]

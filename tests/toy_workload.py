@@ -2,7 +2,8 @@
 
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
 random labels (a broken optimization whose accuracy drops), ``extra_calls`` makes that many more calls
-in every step (more host work, of no time to tell), ``images`` counts its samples as images,
+in every step (more host work, of no time to tell), ``reader_calls`` makes that many calls reading
+each batch (a reader of many cheap calls, as the digits reference's), ``images`` counts its samples as images,
 ``slow_once`` names a file: the build that finds it deletes it and adds 6 ms of host time to every step
 (a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError
 there (a broken case), or with "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s``
@@ -51,6 +52,7 @@ class Toy:
         sleep_s = sleep_ms / 1000.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
         extra_calls = range(int(optimization.options.get("extra_calls", 0)))
+        reader_calls = range(int(optimization.options.get("reader_calls", 0)))
         out_of_memory = bool(optimization.options.get("out_of_memory", False))
         rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
         fails = rank in optimization.options.get("fail_on_ranks", ())
@@ -59,6 +61,8 @@ class Toy:
 
         def batches() -> Iterator[Batch]:
             while True:
+                for _ in reader_calls:
+                    abs(0)
                 index = torch.randint(0, len(labels), (64,), generator=generator)
                 targets = torch.randint(0, 2, (64,), generator=generator) if shuffle else labels[index]
                 yield points[index], targets

@@ -24,6 +24,8 @@ SCHEMA_VERSION = 1
 REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
 # accepted nightly runs kept per case under --perf-history, as dashboards keep a window of past nights
 HISTORY_RUNS = 20
+# the host's calls per iteration and its training step's, of each recorded run and of the runs accepted since
+HOST_CALLS_KEYS = ("host_calls", "host_calls_history", "host_step_calls", "host_step_calls_history")
 
 
 class BaselineError(Exception):
@@ -102,7 +104,7 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
         valid = isinstance(values, list) and values and all(_is_positive_number(x) for x in values)
         if not valid:
             raise BaselineError(f"{path}: case {name!r} needs {key!r} as a non-empty list of positive numbers")
-    for key in ("history_ms", "host_calls", "host_calls_history"):  # the calls: absent from older files
+    for key in ("history_ms", *HOST_CALLS_KEYS):  # the calls: absent from older files
         values = entry.get(key, [])
         if not (isinstance(values, list) and all(_is_positive_number(x) for x in values)):
             raise BaselineError(f"{path}: case {name!r} needs {key!r} as a list of positive numbers")
@@ -140,9 +142,10 @@ def add_history(
     figures: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[str]:
     """Append each accepted run's median to its case's ``history_ms``, and each further figure of that run
-    (``figures``, by history key: ``host_calls_history``, ``gpu_busy_history``; a case only where it has
-    one) to that list, each kept to the last ``HISTORY_RUNS``, under the lock; return the cases added.
-    A case the file does not hold is left out: its history starts with its recording."""
+    (``figures``, by history key: ``host_calls_history``, ``host_step_calls_history``,
+    ``gpu_busy_history``; a case only where it has one) to that list, each kept to the last
+    ``HISTORY_RUNS``, under the lock; return the cases added. A case the file does not hold is left out:
+    its history starts with its recording."""
     figures = figures or {}
     with _locked(path):
         cases = load(path)

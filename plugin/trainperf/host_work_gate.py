@@ -4,7 +4,9 @@
 Such a case runs as fast as the host issues its work, and hosts differ: such cases moved by -15% to
 +61% between machines (docs/evidence/trust.md), so most judge their time at 19% or more. The
 calls the host makes per iteration are the same on a fast or a slow host; more of them cost time on
-every host. A GPU-bound case is judged on its time alone: host work it adds hides behind the GPU.
+every host. The training step's calls are judged apart too: a case that reads its data in many cheap
+calls hides a rise in its step's calls in the iteration's. A GPU-bound case is judged on its time
+alone: host work it adds hides behind the GPU.
 Pure: no torch, no pytest.
 """
 
@@ -23,21 +25,32 @@ NAME = "host work"
 @dataclass(frozen=True)
 class StoredCalls:
     """A case's stored calls per iteration: of each recorded run, and of the runs accepted since
-    (``--perf-history``, ``trainperf calibrate``); and the GPU's busy shares where recorded and in the runs
-    accepted since."""
+    (``--perf-history``, ``trainperf calibrate``); the same of the training step alone (the data's fetch
+    left out; absent from entries counted before the step was counted apart); and the GPU's busy shares
+    where recorded and in the runs accepted since."""
 
     recorded: Sequence[float] = ()
     history: Sequence[float] = ()
     gpu_busy_shares: Sequence[float] = ()
+    step_recorded: Sequence[float] = ()
+    step_history: Sequence[float] = ()
 
     def noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise | None:
         """The counts' noise about the recorded runs' mean; an entry recorded before calls were counted
         takes its center from the runs accepted since. None where no run was counted."""
-        if self.recorded:
-            return stats.run_noise(self.recorded, floor, FALLBACK_THRESHOLD, 0.0, self.history)
-        if self.history:
-            return stats.run_noise(self.history, floor, FALLBACK_THRESHOLD)
-        return None
+        return _noise(self.recorded, self.history, floor)
+
+    def step_noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise | None:
+        """The same of the training step's counts."""
+        return _noise(self.step_recorded, self.step_history, floor)
+
+
+def _noise(recorded: Sequence[float], history: Sequence[float], floor: float) -> stats.RunNoise | None:
+    if recorded:
+        return stats.run_noise(recorded, floor, FALLBACK_THRESHOLD, 0.0, history)
+    if history:
+        return stats.run_noise(history, floor, FALLBACK_THRESHOLD)
+    return None
 
 
 def typical(calls: Sequence[float]) -> float | None:
@@ -45,10 +58,14 @@ def typical(calls: Sequence[float]) -> float | None:
     return statistics.median(calls) if calls else None
 
 
-def history_figures(calls: Sequence[float], busy: float | None) -> dict[str, float]:
+def history_figures(calls: Sequence[float], busy: float | None, step_calls: Sequence[float] = ()) -> dict[str, float]:
     """What an accepted run adds to its case's history besides its median, by history key: its host
-    calls per iteration and its GPU's busy share, where it has them."""
-    figures = {"host_calls_history": typical(calls), "gpu_busy_history": busy}
+    calls per iteration, its training step's, and its GPU's busy share, where it has them."""
+    figures = {
+        "host_calls_history": typical(calls),
+        "host_step_calls_history": typical(step_calls),
+        "gpu_busy_history": busy,
+    }
     return {key: float(value) for key, value in figures.items() if value is not None}
 
 
@@ -60,7 +77,8 @@ def waits_for_host(busy_now: float | None, stored: StoredCalls) -> bool:
 
 
 def threshold(stored: StoredCalls | None, busy_now: float | None, floor: float = DEFAULT_FLOOR) -> float | None:
-    """The smallest rise in host calls the check fails; None where the case is not judged on them."""
+    """The rise in the iteration's host calls beyond which the check always fails (a smaller one fails
+    too where the step's own calls rise beyond theirs); None where the case is not judged on them."""
     if stored is None or not waits_for_host(busy_now, stored):
         return None
     noise = stored.noise(floor)
@@ -68,11 +86,17 @@ def threshold(stored: StoredCalls | None, busy_now: float | None, floor: float =
 
 
 def host_work_check(
-    case: str, calls: Sequence[int], stored: StoredCalls | None, busy_now: float | None, floor: float = DEFAULT_FLOOR
+    case: str,
+    calls: Sequence[int],
+    stored: StoredCalls | None,
+    busy_now: float | None,
+    floor: float = DEFAULT_FLOOR,
+    step_calls: Sequence[int] = (),
 ) -> Check | None:
-    """This run's calls per iteration against the stored runs'; None where not judged: nothing counted
-    now, no baseline, or a GPU that did not wait for the host. Without enough counted runs (fewer than
-    ``stats.MIN_RUNS``) only a rise beyond ``FALLBACK_THRESHOLD`` fails."""
+    """This run's calls per iteration against the stored runs', and its training step's against theirs
+    where both were counted; None where not judged: nothing counted now, no baseline, or a GPU that did
+    not wait for the host. Without enough counted runs (fewer than ``stats.MIN_RUNS``) only a rise
+    beyond ``FALLBACK_THRESHOLD`` fails."""
     now = typical(calls)
     if now is None or stored is None or not waits_for_host(busy_now, stored):
         return None
@@ -84,19 +108,28 @@ def host_work_check(
             f"{case}: {now:.0f} host calls per iteration, none counted where recorded: count them with "
             "--update-baselines, or add runs of the recorded code with --perf-history",
         )
+    parts = [_judged_part("host calls per iteration", now, noise)]
+    step_now, step_noise = typical(step_calls), stored.step_noise(floor)
+    if step_now is not None and step_noise is not None:
+        parts.append(_judged_part("of them in the training step", step_now, step_noise))
+    figures = "; ".join(text for _, text in parts)
+    if any(rose for rose, _ in parts):
+        return Check(
+            NAME,
+            False,
+            f"{case}: more host work than baseline: {figures}; this case waits for the host, so the host's "
+            "added work costs time on any machine",
+        )
+    return Check(NAME, True, f"{case}: {figures}")
+
+
+def _judged_part(what: str, now: float, noise: stats.RunNoise) -> tuple[bool, str]:
+    """Whether one count rose beyond its noise, and its figures: this run's, the stored, the allowance."""
     delta = stats.relative_change(now, noise.center_ms)
-    figures = f"{now:.0f} host calls per iteration vs {noise.center_ms:.0f} stored ({delta:+.1%})"
     if noise.spread is None:
         allowance = (
             f"{noise.runs} run(s) counted, too few to measure their noise: more counts beyond {noise.threshold:.0%}"
         )
     else:
         allowance = f"noise {noise.spread:.1%} over {noise.runs} runs: more counts beyond {noise.threshold:.1%}"
-    if delta > noise.threshold:
-        return Check(
-            NAME,
-            False,
-            f"{case}: more host work than baseline: {figures}; {allowance}; this case waits for the host, so "
-            "the host's added work costs time on any machine",
-        )
-    return Check(NAME, True, f"{case}: {figures}; {allowance}")
+    return delta > noise.threshold, f"{now:.0f} {what} vs {noise.center_ms:.0f} stored ({delta:+.1%}); {allowance}"

@@ -32,6 +32,7 @@ class Measurement:
     run_medians_ms: list[float] = field(default_factory=list)  # one per independent run; [] for one run
     fp8_flop_share: float | None = None  # share of the model FLOPs in FP8 GEMMs (MFU stays against bf16)
     host_calls: list[int] = field(default_factory=list)  # the host's calls per iteration, one per run
+    host_step_calls: list[int] = field(default_factory=list)  # of those, the training step's (fetch left out)
 
     @property
     def gpu_busy_share(self) -> float | None:
@@ -81,4 +82,5 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
         clocks={**first.clocks, "during": during, "after": runs[-1].clocks.get("after")},
         run_medians_ms=[statistics.median(run.samples_ms) for run in runs],
         host_calls=[calls for run in runs for calls in run.host_calls],
+        host_step_calls=[calls for run in runs for calls in run.host_step_calls],
     )

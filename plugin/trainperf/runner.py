@@ -83,7 +83,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
         clocks_after = devices.clock_state(device)
         metric = _evaluate(training, model, device, optimization)
-        host_calls = host_work.calls_per_iteration(step, fetch)
+        calls = host_work.calls_per_iteration(step, fetch)
         synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
         if then is not None:
             then(case)
@@ -106,7 +106,8 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         clocks={"before": clocks_before, "during": _during(watch, steal, host_us), "after": clocks_after},
         sample_unit=training.sample_unit,
         fp8_flop_share=training.fp8_flop_share,
-        host_calls=[host_calls],
+        host_calls=[calls.total],
+        host_step_calls=[calls.step],
     )
 
 

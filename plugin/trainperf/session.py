@@ -160,7 +160,13 @@ class PerfSession:
             return None
         recorded = entry.get("host", {}).get("gpu_busy_share")
         busy = [*([] if recorded is None else [recorded]), *entry.get("gpu_busy_history", [])]
-        return host_work_gate.StoredCalls(entry.get("host_calls", []), entry.get("host_calls_history", []), busy)
+        return host_work_gate.StoredCalls(
+            entry.get("host_calls", []),
+            entry.get("host_calls_history", []),
+            busy,
+            step_recorded=entry.get("host_step_calls", []),
+            step_history=entry.get("host_step_calls_history", []),
+        )
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -177,7 +183,10 @@ class PerfSession:
         if self.keeps_history and _accepted(result, self.settings.calibrate):
             self.accepted[result.key] = result.summary.median
             measured = result.measurement
-            for key, value in host_work_gate.history_figures(measured.host_calls, measured.gpu_busy_share).items():
+            figures = host_work_gate.history_figures(
+                measured.host_calls, measured.gpu_busy_share, measured.host_step_calls
+            )
+            for key, value in figures.items():
                 self.accepted_figures.setdefault(key, {})[result.key] = value
         return self.entries[-1]
 
@@ -232,6 +241,7 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "samples_ms": m.samples_ms,
         "run_medians_ms": m.run_medians_ms or [result.summary.median],
         "host_calls": m.host_calls,
+        "host_step_calls": m.host_step_calls,
         "summary": result.summary.as_dict(),
         "accuracy": {"metric": result.metric_name, "value": m.metric},
         "peak_memory_bytes": m.peak_memory_bytes,

@@ -58,7 +58,12 @@ def judge(
         ),
     ]
     calls = host_work_gate.host_work_check(
-        key, measurement.host_calls, stored_calls, measurement.gpu_busy_share, floor=slowdown_floor(optimization)
+        key,
+        measurement.host_calls,
+        stored_calls,
+        measurement.gpu_busy_share,
+        floor=slowdown_floor(optimization),
+        step_calls=measurement.host_step_calls,
     )
     checks += [] if calls is None else [calls]
     if not is_reference:

@@ -23,7 +23,8 @@ def judged_figures(document: RunDocument) -> dict[str, dict[str, float]]:
     for case in filter(_judged, document.cases):
         info = case["extra_info"]
         busy = ((info.get("clocks") or {}).get("during") or {}).get("gpu_busy_share")
-        for key, value in host_work_gate.history_figures(info.get("host_calls") or [], busy).items():
+        calls, step_calls = info.get("host_calls") or [], info.get("host_step_calls") or []
+        for key, value in host_work_gate.history_figures(calls, busy, step_calls).items():
             figures.setdefault(key, {})[case["name"]] = value
     return figures
 

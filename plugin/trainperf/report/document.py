@@ -80,6 +80,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "min_detectable_host_work": result.min_detectable_host_work,
             "run_medians_ms": m.run_medians_ms or [result.summary.median],
             "host_calls": m.host_calls,
+            "host_step_calls": m.host_step_calls,
             "confirmation": result.confirmation,
             "baseline_summary_ms": None if result.baseline_summary is None else result.baseline_summary.as_dict(),
             "samples_per_iteration": m.samples_per_iteration,
@@ -199,8 +200,8 @@ def _check_case(path: Path, index: int, case: Any) -> None:
         (f"'extra_info.{key}' must be a number or null", _optional_number(info.get(key))) for key in OPTIONAL_NUMBERS
     ]
     wrong.append(("'extra_info.sample_unit' must be a string", isinstance(info.get("sample_unit", ""), str)))
-    calls = info.get("host_calls", [])  # absent from documents written before calls were counted
-    wrong.append(("'extra_info.host_calls' must be a list of positive numbers", _positive_list(calls)))
+    for key in ("host_calls", "host_step_calls"):  # absent from documents written before they were counted
+        wrong.append((f"'extra_info.{key}' must be a list of positive numbers", _positive_list(info.get(key, []))))
     for message, holds in wrong:
         if not holds:
             raise RunDocumentError(f"{where}: {message}")
