@@ -4,7 +4,8 @@ checks' figures, from run documents.
     PYTHONPATH=$PWD python studies/host_work_rows.py LEASE RUN_JSON... --append docs/evidence/data/h200-host-work.csv
 
 Each run is named by its folder (``DIR/NAME/run.json``). ``stored_calls`` and ``calls_detects`` are
-those of the host-work check, read from its message, where the case was judged on its host work.
+those of the host-work check, read from its message, where the case was judged on its host work;
+``step_calls`` and ``stored_step_calls`` the same of the training step alone, where it was counted apart.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ import pandas as pd
 from studies import evidence_rows
 
 COLUMNS = ["lease", "run", "case", "host_calls", "stored_calls", "calls_detects", "calls_passed", "median_ms",
-           "baseline_ms", "detects", "time_passed", "gpu_busy", "verdict"]  # fmt: skip
+           "baseline_ms", "detects", "time_passed", "gpu_busy", "verdict",
+           "step_calls", "stored_step_calls"]  # fmt: skip
 STORED = re.compile(r"host calls per iteration vs (\d+) stored")
+STORED_STEP = re.compile(r"of them in the training step vs (\d+) stored")
+INTEGERS = ("host_calls", "stored_calls", "step_calls", "stored_step_calls")
 BEYOND = re.compile(r"more counts beyond ([\d.]+)%")
 
 
@@ -29,7 +33,8 @@ def row(lease: str, run: str, case: dict[str, Any]) -> dict[str, Any]:
     info = case["extra_info"]
     checks = {check["name"]: check for check in info["checks"]}
     work, time = checks.get("host work", {}), checks.get("baseline", {})
-    stored, beyond = STORED.search(work.get("message", "")), BEYOND.search(work.get("message", ""))
+    message = work.get("message", "")
+    stored, beyond, stored_step = STORED.search(message), BEYOND.search(message), STORED_STEP.search(message)
     return {
         "lease": lease,
         "run": run,
@@ -44,6 +49,8 @@ def row(lease: str, run: str, case: dict[str, Any]) -> dict[str, Any]:
         "time_passed": time.get("passed"),
         "gpu_busy": round((info["clocks"].get("during") or {}).get("gpu_busy_share") or 0.0, 3),
         "verdict": info["verdict"],
+        "step_calls": info["host_step_calls"][0] if info.get("host_step_calls") else None,
+        "stored_step_calls": int(stored_step.group(1)) if stored_step else None,
     }
 
 
@@ -55,7 +62,7 @@ def rows(lease: str, run_documents: list[Path]) -> pd.DataFrame:
     ]
     if not found:
         raise SystemExit(f"no case in {', '.join(map(str, run_documents))}")
-    return pd.DataFrame(found, columns=COLUMNS).astype({"host_calls": "Int64", "stored_calls": "Int64"})
+    return pd.DataFrame(found, columns=COLUMNS).astype({name: "Int64" for name in INTEGERS})
 
 
 def main(argv: list[str] | None = None) -> int:
