@@ -63,6 +63,21 @@ def test_each_judged_case_adds_its_host_calls_and_gpu_busy_share(tmp_path: Path)
         assert after[name].get("host_step_calls_history") == before[name].get("host_step_calls_history")
 
 
+def test_a_run_that_counted_its_steps_apart_adds_their_calls_to_the_step_history(tmp_path: Path) -> None:
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    shutil.copy(ROOT / "baselines" / "nvidia-h200.json", folder)
+    document = json.loads(H200_RUN.read_text())
+    counted = document["benchmarks"][0]
+    counted["extra_info"]["host_step_calls"] = [812]  # as a run since the step was counted apart writes it
+    edited = tmp_path / "run.json"
+    edited.write_text(json.dumps(document))
+    assert cli.main(["calibrate", str(edited), "--baseline-dir", str(folder)]) == 0
+    after = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
+    assert after[counted["name"]]["host_step_calls_history"] == [812.0]
+    assert all("host_step_calls_history" not in after[case["name"]] for case in document["benchmarks"][1:])
+
+
 def test_a_failed_case_joins_the_history_and_a_case_with_no_baseline_check_does_not(
     baseline_dir: Path, tmp_path: Path
 ) -> None:
