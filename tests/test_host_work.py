@@ -44,6 +44,28 @@ def test_the_datas_fetch_counts_in_the_iteration_and_not_in_the_step() -> None:
     assert (reading.total, reading.step) == (plain.total + 500, plain.step)
 
 
+def test_each_fetchs_calls_are_kept_where_they_differ_and_the_median_is_counted() -> None:
+    def fetch(sizes):
+        return lambda: next(batches(reader_calls=next(sizes)))
+
+    varying = host_work.calls_per_iteration(step(0), fetch(iter([0, 400, 0])))
+    plain = host_work.calls_per_iteration(step(0), fetch(iter([0, 0, 0])))
+    assert varying.fetches == (plain.fetches[0], plain.fetches[0] + 400, plain.fetches[0])
+    assert (varying.total, varying.step) == (plain.total, plain.step)
+
+
+def test_a_loader_with_worker_processes_makes_fetches_of_different_calls() -> None:
+    """Torch's cache of the storages worker processes share is swept of dead entries once it holds over
+    128: the fetch that receives that storage does the sweep, so counts differ without any code changing."""
+    torch = pytest.importorskip("torch")
+    data = torch.utils.data.TensorDataset(torch.zeros(4096, 8), torch.zeros(4096))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, num_workers=1, prefetch_factor=2)
+    fetch = iter(loader).__next__
+    counted = host_work.calls_per_iteration(lambda batch: batch, lambda: (fetch(), 0.0), iterations=80)
+    assert max(counted.fetches) > 2 * min(counted.fetches)  # 80 batches of two storages: a sweep at least
+    assert counted.step == 1  # the step (a function that returns its batch) makes its one call
+
+
 def test_counting_leaves_the_profile_function_as_it_found_it() -> None:
     def outer(*_: object) -> None: ...
 
@@ -69,6 +91,7 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
     same.assert_outcomes(passed=1)
     case = json.loads((pytester.path / "same" / "run.json").read_text())["benchmarks"][0]["extra_info"]
     assert case["host_calls"] == stored["host_calls"][:1] and case["host_step_calls"] == stored["host_step_calls"][:1]
+    assert len(case["host_fetch_calls"]) == host_work.COUNTED_ITERATIONS and len(set(case["host_fetch_calls"])) == 1
     assert case["min_detectable_host_work"] == pytest.approx(0.03)  # equal counts: the floor
     extra = stored["host_calls"][0] // 5  # 20% more calls, a few microseconds of time
     pytester.makepyfile(test_toy=ONCE_SLOW.replace("OPTIONS", f'{{"sleep_ms": 10.0, "extra_calls": {extra}}}'))

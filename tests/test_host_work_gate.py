@@ -106,3 +106,26 @@ def test_the_step_is_judged_only_where_it_was_counted_now_and_stored() -> None:
     calibrated = StoredCalls(recorded=(18324,) * 3, gpu_busy_shares=(0.6,), step_history=(819, 819, 819))
     check = host_work_check("w/c", [18324], calibrated, busy_now=0.6, step_calls=[900])
     assert check is not None and check.passed is False
+
+
+WORKER_FED = StoredCalls(
+    recorded=(6614, 6614, 6614), gpu_busy_shares=(0.88,), step_recorded=(6281, 6281, 6281)
+)  # fmt: skip
+
+
+def test_a_rise_no_larger_than_what_this_runs_fetches_differed_by_passes_and_says_so() -> None:
+    # a batch received out of order: one fetch takes two batches' calls, the next takes none of them
+    check = host_work_check("w/c", [7080], WORKER_FED, busy_now=0.85, step_calls=[6281], fetch_calls=[796, 51, 796])
+    assert check is not None and check.passed is True
+    assert "7080 host calls per iteration vs 6614 stored (+7.0%)" in check.message
+    assert "beyond 745 calls, what this run's fetches differed by" in check.message
+    agreeing = host_work_check("w/c", [7080], WORKER_FED, busy_now=0.85, step_calls=[6281], fetch_calls=[799] * 3)
+    assert agreeing is not None and agreeing.passed is False and "fetches differed" not in agreeing.message
+
+
+def test_a_rise_beyond_the_fetches_difference_fails_and_the_step_is_judged_without_it() -> None:
+    check = host_work_check("w/c", [7500], WORKER_FED, busy_now=0.85, step_calls=[6281], fetch_calls=[796, 51, 796])
+    assert check is not None and check.passed is False
+    step = host_work_check("w/c", [7080], WORKER_FED, busy_now=0.85, step_calls=[6800], fetch_calls=[796, 51, 796])
+    assert step is not None and step.passed is False
+    assert "6800 of them in the training step vs 6281 stored (+8.3%)" in step.message

@@ -260,6 +260,7 @@ def test_kernels_without_flops_stand_against_the_dram_roof_and_rates_read_at_a_g
         (lambda case: case["extra_info"].update(metric=0.9), "'extra_info.metric' must be an object"),
         (lambda case: case["extra_info"].update(host_calls=[0]), "'extra_info.host_calls' must be a list of positive"),
         (lambda case: case["extra_info"].update(host_step_calls="9"), "'extra_info.host_step_calls' must be a list"),
+        (lambda case: case["extra_info"].update(host_fetch_calls=[-1]), "'extra_info.host_fetch_calls' must be a"),
     ],
 )
 def test_a_case_of_the_wrong_types_is_one_line_naming_the_file_and_field(

@@ -31,6 +31,8 @@ class IterationCalls:
 
     total: int
     step: int
+    fetches: tuple[int, ...] = ()  # each counted iteration's fetch: its calls vary where worker processes
+    # deliver the batches (one arriving out of order is received in the fetch before its own)
 
 
 def calls_per_iteration(
@@ -42,6 +44,7 @@ def calls_per_iteration(
     return IterationCalls(
         total=int(statistics.median(fetched + stepped for fetched, stepped in counts)),
         step=int(statistics.median(stepped for _, stepped in counts)),
+        fetches=tuple(fetched for fetched, _ in counts),
     )
 
 

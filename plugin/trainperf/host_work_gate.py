@@ -92,11 +92,14 @@ def host_work_check(
     busy_now: float | None,
     floor: float = DEFAULT_FLOOR,
     step_calls: Sequence[int] = (),
+    fetch_calls: Sequence[int] = (),
 ) -> Check | None:
     """This run's calls per iteration against the stored runs', and its training step's against theirs
     where both were counted; None where not judged: nothing counted now, no baseline, or a GPU that did
     not wait for the host. Without enough counted runs (fewer than ``stats.MIN_RUNS``) only a rise
-    beyond ``FALLBACK_THRESHOLD`` fails."""
+    beyond ``FALLBACK_THRESHOLD`` fails. Where the counted iterations' fetches (``fetch_calls``) made
+    different numbers of calls, as worker processes' batches arriving out of order make them, the
+    iteration's count fails only on a rise larger than that difference too."""
     now = typical(calls)
     if now is None or stored is None or not waits_for_host(busy_now, stored):
         return None
@@ -108,7 +111,7 @@ def host_work_check(
             f"{case}: {now:.0f} host calls per iteration, none counted where recorded: count them with "
             "--update-baselines, or add runs of the recorded code with --perf-history",
         )
-    parts = [_judged_part("host calls per iteration", now, noise)]
+    parts = [_judged_part("host calls per iteration", now, noise, fetch_spread(fetch_calls))]
     step_now, step_noise = typical(step_calls), stored.step_noise(floor)
     if step_now is not None and step_noise is not None:
         parts.append(_judged_part("of them in the training step", step_now, step_noise))
@@ -123,8 +126,14 @@ def host_work_check(
     return Check(NAME, True, f"{case}: {figures}")
 
 
-def _judged_part(what: str, now: float, noise: stats.RunNoise) -> tuple[bool, str]:
-    """Whether one count rose beyond its noise, and its figures: this run's, the stored, the allowance."""
+def fetch_spread(fetch_calls: Sequence[int]) -> int:
+    """How many calls the counted iterations' fetches differed by: 0 where they agreed or one was counted."""
+    return max(fetch_calls) - min(fetch_calls) if fetch_calls else 0
+
+
+def _judged_part(what: str, now: float, noise: stats.RunNoise, varied: int = 0) -> tuple[bool, str]:
+    """Whether one count rose beyond its noise and beyond ``varied`` calls (what this run's own counts
+    differed by), and its figures: this run's, the stored, the allowance."""
     delta = stats.relative_change(now, noise.center_ms)
     if noise.spread is None:
         allowance = (
@@ -132,4 +141,7 @@ def _judged_part(what: str, now: float, noise: stats.RunNoise) -> tuple[bool, st
         )
     else:
         allowance = f"noise {noise.spread:.1%} over {noise.runs} runs: more counts beyond {noise.threshold:.1%}"
-    return delta > noise.threshold, f"{now:.0f} {what} vs {noise.center_ms:.0f} stored ({delta:+.1%}); {allowance}"
+    if varied:
+        allowance += f" and beyond {varied} calls, what this run's fetches differed by"
+    rose = delta > noise.threshold and now - noise.center_ms > varied
+    return rose, f"{now:.0f} {what} vs {noise.center_ms:.0f} stored ({delta:+.1%}); {allowance}"

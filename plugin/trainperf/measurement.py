@@ -33,6 +33,7 @@ class Measurement:
     fp8_flop_share: float | None = None  # share of the model FLOPs in FP8 GEMMs (MFU stays against bf16)
     host_calls: list[int] = field(default_factory=list)  # the host's calls per iteration, one per run
     host_step_calls: list[int] = field(default_factory=list)  # of those, the training step's (fetch left out)
+    host_fetch_calls: list[int] = field(default_factory=list)  # each counted iteration's fetch, every run
 
     @property
     def gpu_busy_share(self) -> float | None:
@@ -83,4 +84,5 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
         run_medians_ms=[statistics.median(run.samples_ms) for run in runs],
         host_calls=[calls for run in runs for calls in run.host_calls],
         host_step_calls=[calls for run in runs for calls in run.host_step_calls],
+        host_fetch_calls=[calls for run in runs for calls in run.host_fetch_calls],
     )

@@ -108,6 +108,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         fp8_flop_share=training.fp8_flop_share,
         host_calls=[calls.total],
         host_step_calls=[calls.step],
+        host_fetch_calls=list(calls.fetches),
     )
 
 

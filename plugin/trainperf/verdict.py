@@ -64,6 +64,7 @@ def judge(
         measurement.gpu_busy_share,
         floor=slowdown_floor(optimization),
         step_calls=measurement.host_step_calls,
+        fetch_calls=measurement.host_fetch_calls,
     )
     checks += [] if calls is None else [calls]
     if not is_reference:

@@ -3,9 +3,8 @@
 Written once per run (``run_document``) in pytest-benchmark's layout where it fits (``machine_info``,
 ``commit_info``, ``benchmarks`` with ``stats`` in seconds), trainperf's figures, checks, profile and
 communication in each case's ``extra_info``; read back (``load``), merged and tabulated for the
-terminal, JUnit, HTML and Markdown. Several documents (one per pytest run, say digits and GPT-2 on the
-same device) merge into one list of cases; a case found in more than one keeps its latest measurement
-on its device.
+terminal, JUnit, HTML and Markdown. Several documents (one per pytest run) merge into one list of
+cases; a case found in more than one keeps its latest measurement on its device.
 """
 
 from __future__ import annotations
@@ -81,6 +80,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "run_medians_ms": m.run_medians_ms or [result.summary.median],
             "host_calls": m.host_calls,
             "host_step_calls": m.host_step_calls,
+            "host_fetch_calls": m.host_fetch_calls,
             "confirmation": result.confirmation,
             "baseline_summary_ms": None if result.baseline_summary is None else result.baseline_summary.as_dict(),
             "samples_per_iteration": m.samples_per_iteration,
@@ -200,7 +200,7 @@ def _check_case(path: Path, index: int, case: Any) -> None:
         (f"'extra_info.{key}' must be a number or null", _optional_number(info.get(key))) for key in OPTIONAL_NUMBERS
     ]
     wrong.append(("'extra_info.sample_unit' must be a string", isinstance(info.get("sample_unit", ""), str)))
-    for key in ("host_calls", "host_step_calls"):  # absent from documents written before they were counted
+    for key in ("host_calls", "host_step_calls", "host_fetch_calls"):  # absent where written before counted
         wrong.append((f"'extra_info.{key}' must be a list of positive numbers", _positive_list(info.get(key, []))))
     for message, holds in wrong:
         if not holds:
