@@ -36,7 +36,11 @@ def main(sample_s: float, step_s: float) -> None:
     for _ in range(30):
         next(batches)
         time.sleep(step_s)
-    counted = host_work.calls_per_iteration(time.sleep, lambda: (step_s, next(batches)), iterations=40)
+
+    def step(_batch: object) -> None:
+        time.sleep(step_s)
+
+    counted = host_work.calls_per_iteration(step, lambda: (next(batches), 0.0), iterations=40)
     print(sample_s, step_s, list(counted.fetches), collections.Counter(counted.fetches).most_common())
 
 
