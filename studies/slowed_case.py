@@ -25,6 +25,7 @@ any case. ``studies/trust_table.py`` counts how often a slowdown was caught from
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -88,7 +89,8 @@ def host_work(ms: float) -> tuple[Callable[[], None], str]:
 
 @dataclass
 class Slowed:
-    """The workload with ``extra`` work run after every optimizer step, at the end of the iteration."""
+    """The workload with ``extra`` work run after every optimizer step, at the end of the iteration;
+    a kernel benchmark, which has no optimizer, runs it after its ``step``."""
 
     workload: Any
     extra: Callable[[], None]
@@ -99,8 +101,21 @@ class Slowed:
     def build(self, device: torch.device, size: str, optimization: Any) -> Any:
         training = self.workload.build(device, size, optimization)
         extra = self.extra
+        if training.optimizer is None:
+            return dataclasses.replace(training, step=then(training.step, extra))
         training.optimizer.register_step_post_hook(lambda *_: extra())
         return training
+
+
+def then(step: Callable[[Any], Any], extra: Callable[[], None]) -> Callable[[Any], Any]:
+    """``step``, followed by ``extra`` before its result is returned."""
+
+    def slowed(batch: Any) -> Any:
+        result = step(batch)
+        extra()
+        return result
+
+    return slowed
 
 
 def gpu_ms(work: Callable[[], None], repeats: int = 5) -> float:
