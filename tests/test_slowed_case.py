@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import torch
+from trainperf import steps
+from trainperf.phases import phase_marker
 
 from studies.slowed_case import Slowed
 from studies.study_cases import find_case
 
 
 def extra_runs(case: str, iterations: int) -> int:
-    """How often the extra work ran over ``iterations`` of ``case`` slowed on the CPU."""
+    """How often the extra work ran over ``iterations`` of ``case`` slowed on the CPU, each iteration the
+    runner's own step."""
     ladder, optimization = find_case(case)
+    cpu = torch.device("cpu")
     runs: list[None] = []
-    training = Slowed(ladder.workload, lambda: runs.append(None)).build(torch.device("cpu"), "tiny", optimization)
-    batches = iter(training.batches)
-    for _ in range(iterations):
-        batch = next(batches)
-        if training.step is not None:
-            training.step(batch)
-        else:
-            training.loss(training.model, batch).backward()
-            training.optimizer.step()
+    training = Slowed(ladder.workload, lambda: runs.append(None)).build(cpu, "tiny", optimization)
+    step = steps.stepper(training, training.model, cpu, optimization, phase_marker(cpu))
+    for _, batch in zip(range(iterations), training.batches, strict=False):
+        step(batch)
     return len(runs)
 
 
