@@ -34,6 +34,9 @@ class Measurement:
     host_calls: list[int] = field(default_factory=list)  # the host's calls per iteration, one per run
     host_step_calls: list[int] = field(default_factory=list)  # of those, the training step's (fetch left out)
     host_fetch_calls: list[int] = field(default_factory=list)  # each counted iteration's fetch, every run
+    # wall seconds of each phase of the (first) run: build, evaluate (both held-out passes), warmup, timed,
+    # count; where a case's time in the session goes, compile and autotune showing in warmup
+    phase_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def gpu_busy_share(self) -> float | None:

@@ -21,7 +21,7 @@ from trainperf.host_steal import StealWatch
 from trainperf.measurement import Measurement
 from trainperf.phases import PhaseRanges, phase_marker
 from trainperf.steps import autocast, backend_settings, fetcher, prepare_model, stepper
-from trainperf.timing import synchronize, timed, warm_up
+from trainperf.timing import PhaseClock, synchronize, timed, warm_up
 from trainperf.workload import Batch, Training
 
 SEED = 0
@@ -65,26 +65,32 @@ def prepare(spec: CaseSpec) -> Prepared:
 
 def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement:
     optimization, device, warmup, iters = spec.optimization, spec.device, spec.warmup, spec.iters
-    case = prepare(spec)
-    training, model, fetch, step = case.training, case.model, case.fetch, case.step
-    flops = training.flops_per_iteration
-    if flops is None and training.step is None:
-        flops = count_flops(model, training.loss, fetch()[0])
-    initial_metric = _evaluate(training, model, device, optimization)
+    phase = PhaseClock()
+    with phase("build"):
+        case = prepare(spec)
+        training, model, fetch, step = case.training, case.model, case.fetch, case.step
+        flops = training.flops_per_iteration
+        if flops is None and training.step is None:
+            flops = count_flops(model, training.loss, fetch()[0])
+    with phase("evaluate"):
+        initial_metric = _evaluate(training, model, device, optimization)
     losses: list[torch.Tensor] = []
     try:
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
-        warmup_s, first_step_s = warm_up(step, fetch, losses, warmup, device)
+        with phase("warmup"):
+            warmup_s, first_step_s = warm_up(step, fetch, losses, warmup, device)
         host_us = host_speed.dispatch_us(device)
         clocks_before = devices.clock_state(device)
-        with devices.ClockWatch(device) as watch, StealWatch() as steal:
+        with phase("timed"), devices.ClockWatch(device) as watch, StealWatch() as steal:
             samples_ms, reader_ms = timed(step, fetch, losses, iters, device)
         peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
         clocks_after = devices.clock_state(device)
-        metric = _evaluate(training, model, device, optimization)
-        calls = host_work.calls_per_iteration(step, fetch)
-        synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
+        with phase("evaluate"):
+            metric = _evaluate(training, model, device, optimization)
+        with phase("count"):
+            calls = host_work.calls_per_iteration(step, fetch)
+            synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
         if then is not None:
             then(case)
     finally:
@@ -109,6 +115,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         host_calls=[calls.total],
         host_step_calls=[calls.step],
         host_fetch_calls=list(calls.fetches),
+        phase_s=phase.seconds,
     )
 
 

@@ -4,11 +4,28 @@ events on a GPU, so a GPU idle while the host waits for data counts; host clock 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 
 from trainperf.workload import Batch
+
+
+class PhaseClock:
+    """Wall seconds of each named phase of a case's run, summed where a phase runs twice (the held-out
+    metric before and after training): where a case's time in a session goes."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
 def warm_up(

@@ -2,9 +2,8 @@
 
 Written once per run (``run_document``) in pytest-benchmark's layout where it fits (``machine_info``,
 ``commit_info``, ``benchmarks`` with ``stats`` in seconds), trainperf's figures, checks, profile and
-communication in each case's ``extra_info``; read back (``load``), merged and tabulated for the
-terminal, JUnit, HTML and Markdown. Several documents (one per pytest run) merge into one list of
-cases; a case found in more than one keeps its latest measurement on its device.
+communication in each case's ``extra_info``; read back (``load``), merged and tabulated for the terminal,
+JUnit, HTML and Markdown. Several runs' documents merge: a case keeps its latest measurement on its device.
 """
 
 from __future__ import annotations
@@ -93,6 +92,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "peak_memory_bytes": m.peak_memory_bytes,
             "warmup_s": m.warmup_s,
             "first_step_s": m.first_step_s,
+            "phase_s": m.phase_s,
             "iters": m.iters,
             "warmup": m.warmup,
             "clocks": m.clocks,

@@ -1,0 +1,40 @@
+"""Where a case's time goes: the wall seconds of each phase of its run, kept in the run document."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from trainperf import timing
+from trainperf.case import CaseSpec, Optimization
+from trainperf.runner import run_case
+from trainperf.timing import PhaseClock
+
+from tests.toy_workload import Toy
+
+
+def test_a_phase_that_runs_twice_adds_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks = itertools.count(0.0, 0.5)  # every reading of the clock half a second after the last
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(ticks))
+    phase = PhaseClock()
+    with phase("evaluate"):
+        pass
+    with phase("warmup"):
+        pass
+    with phase("evaluate"):
+        pass
+    assert phase.seconds == {"evaluate": 1.0, "warmup": 0.5}
+
+
+def test_a_phase_that_raises_is_still_timed() -> None:
+    phase = PhaseClock()
+    with pytest.raises(ValueError), phase("build"):
+        raise ValueError("bad config")
+    assert list(phase.seconds) == ["build"]
+
+
+def test_a_cases_run_times_each_of_its_phases() -> None:
+    measurement = run_case(CaseSpec(Toy(), Optimization("reference"), torch.device("cpu"), "tiny", 2, 5))
+    assert list(measurement.phase_s) == ["build", "evaluate", "warmup", "timed", "count"]
+    assert measurement.phase_s["warmup"] >= measurement.warmup_s  # the phase holds the warm-up's own timing
