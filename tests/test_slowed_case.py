@@ -1,23 +1,34 @@
-"""studies/slowed_case.py: the extra work runs once an iteration, also where the case has no optimizer."""
+"""studies/slowed_case.py: the extra work runs once an iteration, also where the case has no optimizer;
+the unslowed control makes exactly the case's own calls."""
 
 from __future__ import annotations
 
 import torch
-from trainperf import steps
+from trainperf import host_work, steps
 from trainperf.phases import phase_marker
 
-from studies.slowed_case import Slowed
+from studies.slowed_case import Slowed, workload_for
 from studies.study_cases import find_case
+
+CPU = torch.device("cpu")
+
+
+def step_calls(workload: object, case: str) -> int:
+    """The training step's calls per iteration of ``case`` built from ``workload`` on the CPU."""
+    _, optimization = find_case(case)
+    training = workload.build(CPU, "tiny", optimization)  # type: ignore[attr-defined]
+    step = steps.stepper(training, training.model, CPU, optimization, phase_marker(CPU))
+    batches = iter(training.batches)
+    return host_work.calls_per_iteration(step, lambda: (next(batches), 0.0)).step
 
 
 def extra_runs(case: str, iterations: int) -> int:
     """How often the extra work ran over ``iterations`` of ``case`` slowed on the CPU, each iteration the
     runner's own step."""
     ladder, optimization = find_case(case)
-    cpu = torch.device("cpu")
     runs: list[None] = []
-    training = Slowed(ladder.workload, lambda: runs.append(None)).build(cpu, "tiny", optimization)
-    step = steps.stepper(training, training.model, cpu, optimization, phase_marker(cpu))
+    training = Slowed(ladder.workload, lambda: runs.append(None)).build(CPU, "tiny", optimization)
+    step = steps.stepper(training, training.model, CPU, optimization, phase_marker(CPU))
     for _, batch in zip(range(iterations), training.batches, strict=False):
         step(batch)
     return len(runs)
@@ -29,3 +40,10 @@ def test_a_kernel_benchmark_without_an_optimizer_runs_the_extra_work_after_its_s
 
 def test_a_training_case_runs_the_extra_work_after_its_optimizer_step() -> None:
     assert extra_runs("digits/reference", 2) == 2
+
+
+def test_the_unslowed_control_counts_the_cases_own_calls_and_a_slowed_run_more() -> None:
+    ladder, _ = find_case("transpose/torch")
+    own = step_calls(ladder.workload, "transpose/torch")
+    assert step_calls(workload_for(ladder.workload, 0.0, lambda: None), "transpose/torch") == own
+    assert step_calls(workload_for(ladder.workload, 0.1, lambda: None), "transpose/torch") > own
