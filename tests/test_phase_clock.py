@@ -8,7 +8,7 @@ import pytest
 import torch
 from trainperf import timing
 from trainperf.case import CaseSpec, Optimization
-from trainperf.runner import run_case
+from trainperf.runner import count_flops, run_case
 from trainperf.timing import PhaseClock
 
 from tests.toy_workload import Toy
@@ -36,5 +36,22 @@ def test_a_phase_that_raises_is_still_timed() -> None:
 
 def test_a_cases_run_times_each_of_its_phases() -> None:
     measurement = run_case(CaseSpec(Toy(), Optimization("reference"), torch.device("cpu"), "tiny", 2, 5))
-    assert list(measurement.phase_s) == ["build", "evaluate", "warmup", "timed", "count"]
+    assert list(measurement.phase_s) == ["build", "flops", "evaluate", "warmup", "timed", "count"]
     assert measurement.phase_s["warmup"] >= measurement.warmup_s  # the phase holds the warm-up's own timing
+
+
+def test_flops_are_counted_with_cudnns_autotuner_off_and_it_is_restored() -> None:
+    seen: list[bool] = []
+
+    def loss(model: torch.nn.Module, batch: torch.Tensor) -> torch.Tensor:
+        seen.append(torch.backends.cudnn.benchmark)
+        return model(batch).sum()
+
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    try:
+        flops = count_flops(torch.nn.Linear(4, 2), loss, torch.ones(3, 4))
+        assert torch.backends.cudnn.benchmark is True
+    finally:
+        torch.backends.cudnn.benchmark = before
+    assert seen == [False] and flops == 2 * (2 * 3 * 4 * 2)  # the forward GEMM, and the weight's gradient

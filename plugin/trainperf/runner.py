@@ -69,8 +69,9 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
     with phase("build"):
         case = prepare(spec)
         training, model, fetch, step = case.training, case.model, case.fetch, case.step
-        flops = training.flops_per_iteration
-        if flops is None and training.step is None:
+    flops = training.flops_per_iteration
+    if flops is None and training.step is None:
+        with phase("flops"):
             flops = count_flops(model, training.loss, fetch()[0])
     with phase("evaluate"):
         initial_metric = _evaluate(training, model, device, optimization)
@@ -152,9 +153,15 @@ def _evaluate(training: Training, model: torch.nn.Module, device: torch.device, 
 def count_flops(
     model: torch.nn.Module, loss_fn: Callable[[torch.nn.Module, Batch], torch.Tensor], batch: Batch
 ) -> float:
-    """FLOPs of one forward + backward on ``batch`` (matmul and convolution), counted by PyTorch."""
+    """FLOPs of one forward + backward on ``batch`` (matmul and convolution), counted by PyTorch. cuDNN's
+    autotuner stays off in this untimed pass: it would time every algorithm of every float32 convolution,
+    shapes a mixed-precision case never trains."""
     counter = FlopCounterMode(display=False)
-    with counter:
-        loss_fn(model, batch).backward()
+    autotune, torch.backends.cudnn.benchmark = torch.backends.cudnn.benchmark, False
+    try:
+        with counter:
+            loss_fn(model, batch).backward()
+    finally:
+        torch.backends.cudnn.benchmark = autotune
     model.zero_grad(set_to_none=True)
     return float(counter.get_total_flops())
