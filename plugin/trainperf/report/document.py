@@ -31,8 +31,7 @@ if TYPE_CHECKING:
 
 class CaseEntry(TypedDict):
     """One case in ``benchmarks``: pytest-benchmark's fields, trainperf's figures in ``extra_info``
-    (``summary_ms``, ``speedup``, ``samples_per_second``, ``metric``, ``checks``, ``verdict``,
-    ``profile``, ``communication``, ...)."""
+    (``summary_ms``, ``speedup``, ``metric``, ``checks``, ``verdict``, ``profile``, ``communication``, ...)."""
 
     group: str
     name: str
@@ -80,6 +79,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "host_calls": m.host_calls,
             "host_step_calls": m.host_step_calls,
             "host_fetch_calls": m.host_fetch_calls,
+            "host_torch_calls": m.host_torch_calls,
             "confirmation": result.confirmation,
             "baseline_summary_ms": None if result.baseline_summary is None else result.baseline_summary.as_dict(),
             "samples_per_iteration": m.samples_per_iteration,
