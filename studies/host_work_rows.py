@@ -6,7 +6,8 @@ checks' figures, from run documents.
 Each run is named by its folder (``DIR/NAME/run.json``). ``stored_calls`` and ``calls_detects`` are
 those of the host-work check, read from its message, where the case was judged on its host work;
 ``step_calls`` and ``stored_step_calls`` the same of the training step alone, where it was counted apart;
-``fetch_calls`` the calls of each counted iteration's fetch, where kept.
+``fetch_calls`` the calls of each counted iteration's fetch, where kept; ``torch_calls`` the step's calls
+into torch, where counted.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from studies import evidence_rows
 
 COLUMNS = ["lease", "run", "case", "host_calls", "stored_calls", "calls_detects", "calls_passed", "median_ms",
            "baseline_ms", "detects", "time_passed", "gpu_busy", "verdict",
-           "step_calls", "stored_step_calls", "fetch_calls"]  # fmt: skip
+           "step_calls", "stored_step_calls", "fetch_calls", "torch_calls"]  # fmt: skip
 STORED = re.compile(r"host calls per iteration vs (\d+) stored")
 STORED_STEP = re.compile(r"of them in the training step vs (\d+) stored")
-INTEGERS = ("host_calls", "stored_calls", "step_calls", "stored_step_calls")
+INTEGERS = ("host_calls", "stored_calls", "step_calls", "stored_step_calls", "torch_calls")
 BEYOND = re.compile(r"more counts beyond ([\d.]+)%")
 
 
@@ -53,6 +54,7 @@ def row(lease: str, run: str, case: dict[str, Any]) -> dict[str, Any]:
         "step_calls": info["host_step_calls"][0] if info.get("host_step_calls") else None,
         "stored_step_calls": int(stored_step.group(1)) if stored_step else None,
         "fetch_calls": " ".join(map(str, info.get("host_fetch_calls", []))) or None,
+        "torch_calls": info["host_torch_calls"][0] if info.get("host_torch_calls") else None,
     }
 
 

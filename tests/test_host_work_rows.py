@@ -37,3 +37,19 @@ def test_the_committed_table_holds_these_rows(tmp_path: Path) -> None:
     assert committed.columns.tolist() == host_work_rows.COLUMNS
     lease = committed[(committed["lease"] == "AN") & (committed["run"] == "ops-slowed")]
     assert lease["host_calls"].tolist() == host_work_rows.rows("AN", [path])["host_calls"].tolist()
+
+
+def test_the_steps_calls_into_torch_show_the_ops_the_total_hides(tmp_path: Path) -> None:
+    """Lease AW: two runs unslowed, then two with ops costing 10% of the step, of the two cases whose
+    total count hid them (timm_resnet50/compile, gpt2_medium/optimizer_memory)."""
+    path = tmp_path / "slowed" / "run.json"
+    path.parent.mkdir()
+    shutil.copy(DATA / "h200_torch_calls_slowed.run.json", path)
+    table = host_work_rows.rows("AW", [path])
+    for case in ("timm_resnet50/compile", "gpt2_medium/optimizer_memory"):
+        runs = table[table["case"] == case]
+        unslowed, slowed = runs.iloc[:2], runs.iloc[2:]
+        assert len(runs) == 4 and unslowed["torch_calls"].nunique() == 1  # the same code, the same count
+        total_rise = slowed["host_calls"].min() / unslowed["host_calls"].max() - 1
+        torch_rise = slowed["torch_calls"].min() / unslowed["torch_calls"].max() - 1
+        assert total_rise < 0.03 < 0.10 < torch_rise  # hidden in the total at its 3% floor, plain in torch's
