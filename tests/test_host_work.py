@@ -120,6 +120,9 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
     stored = json.loads(baseline_file(pytester).read_text())["cases"]["toy/reference"]
     assert len(stored["host_calls"]) == 3 and len(set(stored["host_calls"])) == 1  # three processes, one count
     assert len(set(stored["host_step_calls"])) == 1 and 0 < stored["host_step_calls"][0] < stored["host_calls"][0]
+    assert (
+        len(set(stored["host_torch_calls"])) == 1 and 0 < stored["host_torch_calls"][0] < stored["host_step_calls"][0]
+    )
     same = pytester.runpytest(*BASE, "--perf-strict", "--perf-report=same")
     same.assert_outcomes(passed=1)
     case = json.loads((pytester.path / "same" / "run.json").read_text())["benchmarks"][0]["extra_info"]

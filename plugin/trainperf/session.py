@@ -166,6 +166,8 @@ class PerfSession:
             busy,
             step_recorded=entry.get("host_step_calls", []),
             step_history=entry.get("host_step_calls_history", []),
+            torch_recorded=entry.get("host_torch_calls", []),
+            torch_history=entry.get("host_torch_calls_history", []),
         )
 
     def note(self, text: str) -> None:
@@ -184,7 +186,7 @@ class PerfSession:
             self.accepted[result.key] = result.summary.median
             measured = result.measurement
             figures = host_work_gate.history_figures(
-                measured.host_calls, measured.gpu_busy_share, measured.host_step_calls
+                measured.host_calls, measured.gpu_busy_share, measured.host_step_calls, measured.host_torch_calls
             )
             for key, value in figures.items():
                 self.accepted_figures.setdefault(key, {})[result.key] = value
@@ -242,6 +244,7 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "run_medians_ms": m.run_medians_ms or [result.summary.median],
         "host_calls": m.host_calls,
         "host_step_calls": m.host_step_calls,
+        "host_torch_calls": m.host_torch_calls,
         "summary": result.summary.as_dict(),
         "accuracy": {"metric": result.metric_name, "value": m.metric},
         "peak_memory_bytes": m.peak_memory_bytes,

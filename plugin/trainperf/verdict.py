@@ -65,6 +65,7 @@ def judge(
         floor=slowdown_floor(optimization),
         step_calls=measurement.host_step_calls,
         fetch_calls=measurement.host_fetch_calls,
+        torch_calls=measurement.host_torch_calls,
     )
     checks += [] if calls is None else [calls]
     if not is_reference:
