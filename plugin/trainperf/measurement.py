@@ -35,8 +35,8 @@ class Measurement:
     host_step_calls: list[int] = field(default_factory=list)  # of those, the training step's (fetch left out)
     host_fetch_calls: list[int] = field(default_factory=list)  # each counted iteration's fetch, every run
     host_torch_calls: list[int] = field(default_factory=list)  # the step's calls into torch, one per run
-    # wall seconds of each phase of the (first) run: build, evaluate (both held-out passes), warmup, timed,
-    # count; where a case's time in the session goes, compile and autotune showing in warmup
+    # wall seconds of each phase of the (first) run: build, flops (its count, with the first batch's fetch),
+    # evaluate (both held-out passes), warmup, timed, count; where a case's time in the session goes
     phase_s: dict[str, float] = field(default_factory=dict)
 
     @property
