@@ -63,19 +63,20 @@ def calls_per_iteration(
 def _calls(step: Callable[[Any], object], fetch: Callable[[], tuple[Any, float]]) -> tuple[int, int, int]:
     """The calls of one iteration's fetch and of its step, and the step's calls into torch."""
     count = into = 0
+    stepping = False  # the fetch's calls are not looked into: only the step's calls into torch are kept
 
     def profile(_frame: FrameType, event: str, arg: Any) -> None:
         nonlocal count, into
         if event in COUNTED_EVENTS:
             count += 1
-            if event == "c_call" and into_torch(arg):
+            if stepping and event == "c_call" and into_torch(arg):
                 into += 1
 
     previous = sys.getprofile()
     sys.setprofile(profile)
     try:
         batch = fetch()[0]
-        fetched, into = count, 0
+        fetched, stepping = count, True
         step(batch)
     finally:
         sys.setprofile(previous)
