@@ -3,6 +3,9 @@ the unslowed control makes exactly the case's own calls."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import torch
 from trainperf import host_work, steps
 from trainperf.phases import phase_marker
@@ -13,23 +16,24 @@ from studies.study_cases import find_case
 CPU = torch.device("cpu")
 
 
-def step_calls(workload: object, case: str) -> int:
-    """The training step's calls per iteration of ``case`` built from ``workload`` on the CPU."""
+def built(workload: Any, case: str) -> tuple[Iterator[Any], Callable[[Any], Any]]:
+    """``case`` built from ``workload`` on the CPU: its batches and the runner's own step."""
     _, optimization = find_case(case)
-    training = workload.build(CPU, "tiny", optimization)  # type: ignore[attr-defined]
-    step = steps.stepper(training, training.model, CPU, optimization, phase_marker(CPU))
-    batches = iter(training.batches)
+    training = workload.build(CPU, "tiny", optimization)
+    return iter(training.batches), steps.stepper(training, training.model, CPU, optimization, phase_marker(CPU))
+
+
+def step_calls(workload: Any, case: str) -> int:
+    """The training step's calls per iteration of ``case`` built from ``workload``."""
+    batches, step = built(workload, case)
     return host_work.calls_per_iteration(step, lambda: (next(batches), 0.0)).step
 
 
 def extra_runs(case: str, iterations: int) -> int:
-    """How often the extra work ran over ``iterations`` of ``case`` slowed on the CPU, each iteration the
-    runner's own step."""
-    ladder, optimization = find_case(case)
+    """How often the extra work ran over ``iterations`` of ``case`` slowed on the CPU."""
     runs: list[None] = []
-    training = Slowed(ladder.workload, lambda: runs.append(None)).build(CPU, "tiny", optimization)
-    step = steps.stepper(training, training.model, CPU, optimization, phase_marker(CPU))
-    for _, batch in zip(range(iterations), training.batches, strict=False):
+    batches, step = built(Slowed(find_case(case)[0].workload, lambda: runs.append(None)), case)
+    for _, batch in zip(range(iterations), batches, strict=False):
         step(batch)
     return len(runs)
 
