@@ -17,7 +17,7 @@ from toy_workload import Toy
 from trainperf import Optimization
 
 CASES = [
-    Optimization("reference", options={"sleep_ms": 1.0}),
+    Optimization("reference", options={"sleep_ms": 10.0}),
     Optimization("variant", options={"sleep_ms": VARIANT_MS}),
     Optimization("broken", options={"raise_in": "RAISE_IN"}),
 ]
@@ -31,9 +31,9 @@ def test_toy(trainperf, optimization):
 @pytest.mark.slow
 def test_a_failing_run_summarises_its_failures_and_unfinished_cases(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
-    pytester.makepyfile(toy_workload=toy, test_toy=SUITE.replace("VARIANT_MS", "1.0").replace("RAISE_IN", "none"))
+    pytester.makepyfile(toy_workload=toy, test_toy=SUITE.replace("VARIANT_MS", "10.0").replace("RAISE_IN", "none"))
     pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=3)
-    pytester.makepyfile(test_toy=SUITE.replace("VARIANT_MS", "8.0").replace("RAISE_IN", "build"))
+    pytester.makepyfile(test_toy=SUITE.replace("VARIANT_MS", "40.0").replace("RAISE_IN", "build"))
     pytester.runpytest(*BASE, "--perf-report=out").assert_outcomes(passed=1, failed=2)
     run = document.load(pytester.path / "out" / "run.json")
     text = job_summary.render(run)
