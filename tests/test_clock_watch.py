@@ -1,4 +1,5 @@
-"""The NVML poll that runs beside a case's timed iterations, with NVML stood in for."""
+"""The NVML poll that runs beside a case's timed iterations, and the state read before and after, with NVML
+stood in for."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ class FakeNvml:
     """Clock event reasons and SM clocks as a GPU would report them, one reading per call."""
 
     NVML_CLOCK_SM = 1
+    NVML_CLOCK_MEM = 2
+    NVML_TEMPERATURE_GPU = 0
 
     def __init__(self) -> None:
         self.readings = 0
@@ -24,7 +27,18 @@ class FakeNvml:
         return 0x40 if self.readings == 3 else 0x1  # thermal slowdown once, idle otherwise
 
     def nvmlDeviceGetClockInfo(self, handle: Any, clock: int) -> int:
+        if clock == self.NVML_CLOCK_MEM:
+            return 3201
         return 1200 if self.readings == 3 else 1980
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: Any, clock: int) -> int:
+        return 1980
+
+    def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
+        return 41
+
+    def nvmlDeviceGetUUID(self, handle: Any) -> bytes:
+        return b"GPU-486fb5a3-0000-0000-0000-000000000000"  # older pynvml releases return bytes
 
     def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
         return SimpleNamespace(gpu=40 if self.readings % 2 else 80)  # the GPU waits for the host at times
@@ -40,11 +54,19 @@ class FakeNvmlWithoutUtilization(FakeNvml):
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
 
+    def nvmlDeviceGetUUID(self, handle: Any) -> bytes:
+        raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+
+def stood_in(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
+    monkeypatch.setattr(devices, "_nvml", lambda: fake)
+    monkeypatch.setattr(devices, "_nvml_handle", lambda nvml, device: "handle")
+    return fake
+
 
 def watched(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any] | None:
     """What the watch saw over six readings of ``fake`` (or two seconds, should the poll stop)."""
-    monkeypatch.setattr(devices, "_nvml", lambda: fake)
-    monkeypatch.setattr(devices, "_nvml_handle", lambda nvml, device: "handle")
+    stood_in(fake, monkeypatch)
     deadline = time.monotonic() + 2.0
     with devices.ClockWatch(torch.device("cuda"), interval_s=0.001) as watch:
         while fake.readings < 6 and time.monotonic() < deadline:
@@ -72,3 +94,16 @@ def test_watch_reads_nothing_off_the_gpu() -> None:
     with devices.ClockWatch(torch.device("cpu")) as watch:
         pass
     assert watch.summary() is None
+
+
+def test_the_state_before_and_after_holds_the_memory_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    stood_in(FakeNvml(), monkeypatch)
+    state = devices.clock_state(torch.device("cuda"))
+    assert state is not None and state["memory_clock_mhz"] == 3201 and state["sm_clock_max_mhz"] == 1980
+
+
+def test_the_chip_is_named_by_its_uuid_where_nvml_tells_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    stood_in(FakeNvml(), monkeypatch)
+    assert devices._nvml_uuid(torch.device("cuda")) == "GPU-486fb5a3-0000-0000-0000-000000000000"
+    stood_in(FakeNvmlWithoutUtilization(), monkeypatch)
+    assert devices._nvml_uuid(torch.device("cuda")) is None

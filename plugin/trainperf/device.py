@@ -54,6 +54,7 @@ class Fingerprint:
     memory_bytes: int | None = None
     cpu_count: int | None = None
     host_cpu: str | None = None  # the GPU machine's CPU: launch-bound cases run at its pace
+    gpu_uuid: str | None = None  # which chip: runs of one case differ between chips of one model
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,6 +116,7 @@ def fingerprint(device: torch.device) -> Fingerprint:
         memory_bytes=props.total_memory,
         cpu_count=os.cpu_count(),
         host_cpu=cpu_model(),
+        gpu_uuid=_nvml_uuid(device),
     )
 
 
@@ -137,6 +139,18 @@ def _nvml_driver() -> str | None:
     return driver.decode() if isinstance(driver, bytes) else str(driver)
 
 
+def _nvml_uuid(device: torch.device) -> str | None:
+    """The GPU's UUID as NVML tells it ("GPU-..."); None without NVML."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        uuid = nvml.nvmlDeviceGetUUID(_nvml_handle(nvml, device))
+    except Exception:
+        return None
+    return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+
+
 def _nvml_handle(nvml: Any, device: torch.device) -> Any:
     props = torch.cuda.get_device_properties(device)
     domain, bus, slot = (getattr(props, f"pci_{part}_id") for part in ("domain", "bus", "device"))
@@ -148,7 +162,8 @@ def _nvml_handle(nvml: Any, device: torch.device) -> Any:
 
 
 def clock_state(device: torch.device) -> dict[str, Any] | None:
-    """SM clock (MHz), max SM clock, temperature, power and active throttle reasons; None off-GPU."""
+    """SM clock (MHz), max SM clock, memory clock, temperature, power and active throttle reasons; None
+    off-GPU. The memory clock sets the pace of memory-bound kernels as the SM clock sets that of the rest."""
     if device.type != "cuda":
         return None
     nvml = _nvml()
@@ -159,6 +174,7 @@ def clock_state(device: torch.device) -> dict[str, Any] | None:
     return {
         "sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM),
         "sm_clock_max_mhz": nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM),
+        "memory_clock_mhz": nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM),
         "temperature_c": nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
         "power_w": nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
         "throttle": [text for bit, text in THROTTLE_REASONS.items() if reasons & bit],
