@@ -5,9 +5,10 @@ Each process measures its case ``--runs`` times (2 unless told) with the runner 
 (``run_case``): the spread of the first runs across processes is the noise the gate sees; the gap between
 a process's first two runs tells process state from the machine's state over time. Beside each run: the
 main thread's CPU time and involuntary context switches in the timed loop, the cores it ran on, the
-machine's steal time, the GPU's busy share, and the host's speed just before and after the timed loop,
-two ways: a fixed tiny eager training step on the CPU, and the time to issue one op to the device
-(``host_speed.dispatch_us``). Every run, not only the first, tells how far the time follows the latter.
+machine's steal time, the GPU's busy share, the chip (its UUID) and its memory clock, and the host's
+speed just before and after the timed loop, two ways: a fixed tiny eager training step on the CPU, and
+the time to issue one op to the device (``host_speed.dispatch_us``). Every run, not only the first,
+tells how far the time follows the latter.
 
     python studies/noise_sources.py --case lstm_lm/reference,mlp_mixer/amp_bf16 --rounds 8 --budget-s 420 --out DIR
 
@@ -169,6 +170,7 @@ def child(case: str, condition: str, process: int, device: str, runs: int) -> No
     apply(condition)
     import torch
     from trainperf import FULL, TINY
+    from trainperf import device as devices
     from trainperf.case import CaseSpec
     from trainperf.runner import run_case
 
@@ -180,15 +182,17 @@ def child(case: str, condition: str, process: int, device: str, runs: int) -> No
     iters = iters * 4 if condition == "long_run" else iters
     spec = CaseSpec(ladder.workload, optimization, torch.device(device), size, warmup, iters)
     base = {"case": case, "condition": condition, "process": process, "probe_python_ms": python_probe_ms(300_000)}
+    base["gpu_uuid"] = devices.fingerprint(spec.device).gpu_uuid
     observed: dict[str, Any] = {}
     observe_timed_loop(condition, observed)
     for run in range(1, runs + 1):
         measured = run_case(spec)
-        during = measured.clocks.get("during") or {}
+        during, before = measured.clocks.get("during") or {}, measured.clocks.get("before") or {}
         row = {**base, **observed, "run": run, "median_ms": statistics.median(measured.samples_ms), "iters": iters}
         row["min_sm_mhz"] = during.get("min_sm_clock_mhz")
         row["mean_sm_mhz"] = during.get("mean_sm_clock_mhz")
         row["mean_power_w"] = during.get("mean_power_w")
+        row["memory_clock_mhz"] = before.get("memory_clock_mhz")
         row["gemm_choices"] = gemm_choices()
         row["gpu_busy_share"] = during.get("gpu_busy_share")
         row["dispatch_before_us"] = during.get("host_dispatch_us")
