@@ -1,0 +1,120 @@
+"""How long a window does NVML's GPU busy share need? The gate reads the share of time a kernel ran while a
+case's iterations were timed (``device.ClockWatch``), and NVML averages it over a sample period of 1/6 s
+to 1 s, by product. This study keeps the GPU busy for known windows after idle ones and prints:
+
+- the period: the spacing of NVML's own utilization samples (``nvmlDeviceGetSamples``), with each sample's
+  value and time against the windows;
+- per window: what ``ClockWatch`` read (the truth is 100%: one spin kernel covers the window), and what
+  NVML's GPM (Hopper and newer) reads between two samples taken at its ends.
+
+    PYTHONPATH=$PWD:$PWD/plugin python studies/nvml_busy_window.py --out DIR
+
+Writes DIR/nvml-busy-window.json. Needs a CUDA GPU and pynvml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+WINDOWS_S = (0.005, 0.03, 0.1, 0.3, 0.6, 1.0, 2.0)
+IDLE_S = 1.5  # before each window: NVML's samples before it read an idle GPU
+
+
+def spin(seconds: float, clock_hz: float) -> None:
+    """Keep the GPU busy for ``seconds`` with one kernel, and wait for it."""
+    import torch
+
+    torch.cuda._sleep(int(seconds * clock_hz))
+    torch.cuda.synchronize()
+
+
+def gpm_busy(nvml: Any, handle: Any, first: Any, second: Any) -> float | str:
+    """GPM's share of time the graphics engine was active between two samples, in percent; the error
+    where the GPU or driver does not offer it."""
+    try:
+        request = nvml.c_nvmlGpmMetricsGet_t()
+        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = 1
+        request.sample1, request.sample2 = first, second
+        request.metrics[0].metricId = nvml.NVML_GPM_METRIC_GRAPHICS_UTIL
+        nvml.nvmlGpmMetricsGet(request)
+        return float(request.metrics[0].value)
+    except Exception as error:  # not every GPU, driver or container offers GPM
+        return f"{type(error).__name__}: {error}"
+
+
+def window(seconds: float, clock_hz: float, nvml: Any, handle: Any) -> dict[str, Any]:
+    """One idle stretch, then one busy window, read by ClockWatch and by GPM."""
+    import torch
+    from trainperf import device as devices
+
+    time.sleep(IDLE_S)
+    gpm = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()] if hasattr(nvml, "nvmlGpmSampleAlloc") else []
+    started = time.time()
+    if gpm:
+        nvml.nvmlGpmSampleGet(handle, gpm[0])
+    with devices.ClockWatch(torch.device("cuda")) as watch:
+        spin(seconds, clock_hz)
+    if gpm:
+        nvml.nvmlGpmSampleGet(handle, gpm[1])
+    ended = time.time()
+    summary = watch.summary() or {}
+    return {
+        "window_s": seconds,
+        "started": started,
+        "ended": ended,
+        "clock_watch_busy": summary.get("gpu_busy_share"),
+        "clock_watch_readings": summary.get("samples"),
+        "gpm_busy_percent": gpm_busy(nvml, handle, *gpm) if gpm else "no GPM in this pynvml",
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("nvml-busy-window"))
+    args = parser.parse_args()
+    import pynvml as nvml
+    import torch
+
+    if not torch.cuda.is_available():
+        print("nvml_busy_window: no CUDA GPU here, nothing to measure", file=sys.stderr)
+        return 1
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+    clock_hz = nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM) * 1e6
+    spin(0.01, clock_hz)  # the context and the spin kernel loaded before any window
+    first_us = int(time.time() * 1e6)
+    windows = [window(seconds, clock_hz, nvml, handle) for seconds in WINDOWS_S]
+    time.sleep(1.0)
+    _, samples = nvml.nvmlDeviceGetSamples(handle, nvml.NVML_GPU_UTILIZATION_SAMPLES, first_us)
+    series = [{"t": sample.timeStamp / 1e6, "busy_percent": sample.sampleValue.uiVal} for sample in samples]
+    spacing = [b["t"] - a["t"] for a, b in itertools.pairwise(series)]
+    found = {
+        "gpu": torch.cuda.get_device_name(),
+        "sm_clock_mhz": clock_hz / 1e6,
+        "sample_period_s": statistics.median(spacing) if spacing else None,
+        "windows": windows,
+        "samples": series,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "nvml-busy-window.json").write_text(json.dumps(found, indent=1))
+    print(f"NVML utilization sample period: {found['sample_period_s']} s over {len(series)} samples")
+    for row in windows:
+        inside = [s["busy_percent"] for s in series if row["started"] <= s["t"] <= row["ended"] + 1.0]
+        print(
+            f"window {row['window_s']:.3f} s: ClockWatch {row['clock_watch_busy']} "
+            f"({row['clock_watch_readings']} readings), GPM {row['gpm_busy_percent']}, "
+            f"NVML samples from its start to 1 s after: {inside}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
