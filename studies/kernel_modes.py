@@ -1,5 +1,7 @@
 """Do the kernel cases run at one of two speeds? Groups every whole run of the kernels file in the
-committed rows by ``matmul/reference``'s median and prints each kernel case's range in either group.
+committed rows by ``matmul/reference``'s median and prints each kernel case's range in either group;
+then, for every case timed in at least six of those runs, how far the slow group's runs lay from the
+fast group's, against the fast group's own spread.
 
     PYTHONPATH=$PWD python studies/kernel_modes.py
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 DATA = Path(__file__).resolve().parent.parent / "docs" / "evidence" / "data"
@@ -27,7 +30,7 @@ SLOW_MATMUL_MS = 23.6  # between the two groups of matmul/reference, 23.35 and 2
 
 
 def runs() -> pd.DataFrame:
-    """One row per whole run of the kernels file, a column per kernel case (median ms)."""
+    """One row per whole run that timed the kernels, a column per case (median ms; NaN where not run)."""
     frames = []
     for name, columns in SOURCES.items():
         rows = pd.read_csv(DATA / name)
@@ -36,8 +39,8 @@ def runs() -> pd.DataFrame:
         key = rows[columns].astype(str).agg(" ".join, axis=1)
         frames.append(pd.DataFrame({"run": name + ": " + key, "case": rows["case"], "ms": rows["median_ms"]}))
     every = pd.concat(frames, ignore_index=True)
-    every = every[every["case"].isin(KERNELS)]
-    return every.pivot_table(index="run", columns="case", values="ms", aggfunc="first")[list(KERNELS)].dropna()
+    table = every.pivot_table(index="run", columns="case", values="ms", aggfunc="first")
+    return table[table["matmul/reference"].notna()]
 
 
 def groups(table: pd.DataFrame) -> pd.DataFrame:
@@ -57,11 +60,30 @@ def groups(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("case")
 
 
+def shifts(table: pd.DataFrame, least_runs: int = 6) -> pd.DataFrame:
+    """Per case timed in ``least_runs`` runs or more, a slow one among them: the slow runs' mean log
+    median less the fast runs', and the fast runs' standard deviation, both in percent."""
+    slow = table["matmul/reference"] > SLOW_MATMUL_MS
+    rows = []
+    for case in table.columns:
+        timed = table[case].dropna()
+        logs, in_slow = np.log(timed), slow[timed.index]
+        if len(timed) < least_runs or not in_slow.any():
+            continue
+        shift = logs[in_slow].mean() - logs[~in_slow].mean()
+        rows.append({"case": case, "runs": len(timed), "slow": int(in_slow.sum()), "slow over fast %": shift * 100,
+                     "fast runs' spread %": logs[~in_slow].std() * 100})  # fmt: skip
+    found = pd.DataFrame(rows).set_index("case")
+    return found.assign(spreads=found["slow over fast %"] / found["fast runs' spread %"]).sort_values("spreads")
+
+
 def main() -> None:
     table = runs()
-    print(table.round(4).to_markdown())
+    print(table[list(KERNELS)].round(4).to_markdown())
     print()
     print(groups(table).to_markdown())
+    print()
+    print(shifts(table).astype({"runs": str, "slow": str}).to_markdown(floatfmt=".2f"))
 
 
 if __name__ == "__main__":
