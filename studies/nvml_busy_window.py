@@ -35,7 +35,7 @@ def spin(seconds: float, clock_hz: float) -> None:
     torch.cuda.synchronize()
 
 
-def gpm_busy(nvml: Any, handle: Any, first: Any, second: Any) -> float | str:
+def gpm_busy(nvml: Any, first: Any, second: Any) -> float | str:
     """GPM's share of time the graphics engine was active between two samples, in percent; the error
     where the GPU or driver does not offer it."""
     try:
@@ -50,29 +50,38 @@ def gpm_busy(nvml: Any, handle: Any, first: Any, second: Any) -> float | str:
         return f"{type(error).__name__}: {error}"
 
 
+def gpm_sample(nvml: Any, handle: Any) -> Any:
+    """A GPM sample of the GPU now, or the error's text where GPM is not offered."""
+    try:
+        return nvml.nvmlGpmSampleGet(handle, nvml.nvmlGpmSampleAlloc())
+    except Exception as error:  # not every GPU, driver or container offers GPM
+        return f"{type(error).__name__}: {error}"
+
+
 def window(seconds: float, clock_hz: float, nvml: Any, handle: Any) -> dict[str, Any]:
     """One idle stretch, then one busy window, read by ClockWatch and by GPM."""
     import torch
     from trainperf import device as devices
 
     time.sleep(IDLE_S)
-    gpm = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()] if hasattr(nvml, "nvmlGpmSampleAlloc") else []
     started = time.time()
-    if gpm:
-        nvml.nvmlGpmSampleGet(handle, gpm[0])
+    first = gpm_sample(nvml, handle)
     with devices.ClockWatch(torch.device("cuda")) as watch:
+        spin_started = time.perf_counter()
         spin(seconds, clock_hz)
-    if gpm:
-        nvml.nvmlGpmSampleGet(handle, gpm[1])
+        busy_s = time.perf_counter() - spin_started
+    second = gpm_sample(nvml, handle)
     ended = time.time()
     summary = watch.summary() or {}
+    failed = next((sample for sample in (first, second) if isinstance(sample, str)), None)
     return {
         "window_s": seconds,
+        "busy_s": busy_s,
         "started": started,
         "ended": ended,
         "clock_watch_busy": summary.get("gpu_busy_share"),
         "clock_watch_readings": summary.get("samples"),
-        "gpm_busy_percent": gpm_busy(nvml, handle, *gpm) if gpm else "no GPM in this pynvml",
+        "gpm_busy_percent": failed or gpm_busy(nvml, first, second),
     }
 
 
@@ -88,7 +97,7 @@ def main() -> int:
         return 1
     nvml.nvmlInit()
     handle = nvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-    clock_hz = nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM) * 1e6
+    clock_hz = nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM) * 1e6  # a spin runs at the top clock
     spin(0.01, clock_hz)  # the context and the spin kernel loaded before any window
     first_us = int(time.time() * 1e6)
     windows = [window(seconds, clock_hz, nvml, handle) for seconds in WINDOWS_S]
@@ -109,7 +118,7 @@ def main() -> int:
     for row in windows:
         inside = [s["busy_percent"] for s in series if row["started"] <= s["t"] <= row["ended"] + 1.0]
         print(
-            f"window {row['window_s']:.3f} s: ClockWatch {row['clock_watch_busy']} "
+            f"window {row['window_s']:.3f} s (spun {row['busy_s']:.3f} s): ClockWatch {row['clock_watch_busy']} "
             f"({row['clock_watch_readings']} readings), GPM {row['gpm_busy_percent']}, "
             f"NVML samples from its start to 1 s after: {inside}"
         )
