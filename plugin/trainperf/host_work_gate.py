@@ -126,12 +126,13 @@ def host_work_check(
             "--update-baselines, or add runs of the recorded code with --perf-history",
         )
     parts = [_judged_part("host calls per iteration", now, noise, fetch_spread(fetch_calls))]
-    step_now, step_noise = typical(step_calls), stored.step_noise(floor)
-    if step_now is not None and step_noise is not None:
-        parts.append(_judged_part("of them in the training step", step_now, step_noise))
-    torch_now, torch_noise = typical(torch_calls), stored.torch_noise(floor)
-    if torch_now is not None and torch_noise is not None:
-        parts.append(_judged_part("of the step's calls into torch", torch_now, torch_noise))
+    for label, counted, part_noise in (
+        ("of them in the training step", step_calls, stored.step_noise(floor)),
+        ("of the step's calls into torch", torch_calls, stored.torch_noise(floor)),
+    ):
+        part_now = typical(counted)
+        if part_now is not None and part_noise is not None:
+            parts.append(_judged_part(label, part_now, part_noise))
     figures = "; ".join(text for _, text in parts)
     if any(rose for rose, _ in parts):
         return Check(
