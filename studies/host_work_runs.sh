@@ -7,9 +7,9 @@
 # SLOWDOWNS (0.1), RUNS (10) and TRAINPERF_SLOWED_HOST_WORK (busy, or ops) choose the slowed runs;
 # BASELINES names the folder copied (baselines/, or an earlier OUT with SESSIONS 0).
 set -uo pipefail
-# Under a time limit (timeout sends SIGTERM to this script alone), the running pytest gets the signal
-# too and is waited for: it writes the reports of what it measured, and nothing of it runs on into
-# whatever the caller starts next.
+# Under a time limit the running pytest gets SIGTERM too and is waited for: it writes the reports of
+# what it measured, and nothing of it runs on into whatever the caller starts next. `timeout` signals
+# the whole group, so pytest may get it twice; it takes the copy as the same stop.
 child=
 trap 'if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; wait "$child"; fi; exit 143' TERM
 in_child() { "$@" & child=$!; wait "$child"; local status=$?; child=; return "$status"; }

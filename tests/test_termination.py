@@ -33,14 +33,36 @@ def default_sigterm() -> Iterator[None]:
 
 
 @posix_only
-def test_sigterm_becomes_an_interrupt_once_then_ends_the_process_as_before(default_sigterm: None) -> None:
+def test_sigterm_becomes_an_interrupt_once_and_its_copy_is_ignored(default_sigterm: None) -> None:
     handler = SigtermAsInterrupt()
     handler.install()
     assert handler.installed  # else the signal below would end this test session
     with pytest.raises(KeyboardInterrupt, match="SIGTERM received"):
         signal.raise_signal(signal.SIGTERM)
     assert handler.received
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # a second SIGTERM ends the process
+    signal.raise_signal(signal.SIGTERM)  # the same stop again (a process group and a forwarding wrapper)
+    handler.uninstall()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@posix_only
+def test_a_later_second_sigterm_ends_the_process_as_the_default_would() -> None:
+    script = (
+        "import signal, time\n"
+        "from trainperf.termination import SigtermAsInterrupt\n"
+        "handler = SigtermAsInterrupt(duplicate_s=0.1)\n"
+        "handler.install()\n"
+        "try:\n"
+        "    signal.raise_signal(signal.SIGTERM)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "time.sleep(0.3)\n"
+        "signal.raise_signal(signal.SIGTERM)\n"
+        "print('still running')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert done.stdout.split() == ["interrupted"]
 
 
 @posix_only
@@ -77,9 +99,18 @@ def test_an_interrupted_wait_kills_the_child_in_its_own_group(tmp_path: Path) ->
         os.kill(int(pid_file.read_text()), 0)  # killed and waited for, not left running
 
 
+# how `timeout` stops a script that forwards SIGTERM to the pytest it started: pytest gets it twice
+FORWARDING_WRAPPER = 'trap \'kill -TERM "$child"; wait "$child"; exit $?\' TERM; "$@" & child=$!; wait "$child"'
+STOPS = {
+    "to pytest": "os.kill(os.getpid(), signal.SIGTERM)",
+    "to its group, and forwarded by a wrapper": "os.killpg(os.getpgid(0), signal.SIGTERM)",
+}
+
+
 @posix_only
 @pytest.mark.slow
-def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("stop", STOPS)
+def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester, stop: str) -> None:
     """The case that finished is in run.json and JUnit; the one waiting for its second measurement is named."""
     two_cases(pytester, '{"sleep_ms": 10.0}')
     pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
@@ -88,10 +119,11 @@ def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester
         "import os, signal\n"
         "def pytest_runtest_logreport(report):\n"
         "    if report.when == 'call' and 'variant' in report.nodeid:\n"
-        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        f"        {STOPS[stop]}\n"
     )
     args = [sys.executable, "-m", "pytest", *BASE, "--perf-report=out", "--junitxml=j.xml"]
-    done = subprocess.run(args, cwd=pytester.path, capture_output=True, text=True, timeout=600)
+    args = ["bash", "-c", FORWARDING_WRAPPER, "wrapper", *args]  # its own group: only the wrapper and pytest
+    done = subprocess.run(args, cwd=pytester.path, capture_output=True, text=True, timeout=600, start_new_session=True)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout + done.stderr
     assert "note: stopped by SIGTERM (a time limit or the runner): the cases that finished are reported" in done.stdout
     assert "not judged: the session ended before their second measurement: test_toy.py::test_toy[reference]" in (
