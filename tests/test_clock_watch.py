@@ -40,15 +40,26 @@ class FakeNvml:
     def nvmlDeviceGetUUID(self, handle: Any) -> bytes:
         return b"GPU-486fb5a3-0000-0000-0000-000000000000"  # older pynvml releases return bytes
 
-    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
-        return SimpleNamespace(gpu=40 if self.readings % 2 else 80)  # the GPU waits for the host at times
+    NVML_GPU_UTILIZATION_SAMPLES = 1
+    SAMPLE_PERIOD_US = 1000  # an H200's is 200,000
+
+    def nvmlDeviceGetSamples(self, handle: Any, kind: int, last_seen_us: int) -> tuple[int, list[Any]]:
+        """The samples closed since ``last_seen_us``, up to two seconds back: busy 40% and 80% in turn
+        (the GPU waits for the host at times)."""
+        now_us = int(time.time() * 1e6)
+        first = max(last_seen_us + 1, now_us - 2_000_000)
+        ends = range(-(-first // self.SAMPLE_PERIOD_US) * self.SAMPLE_PERIOD_US, now_us + 1, self.SAMPLE_PERIOD_US)
+        samples = [
+            SimpleNamespace(timeStamp=t, sampleValue=SimpleNamespace(uiVal=40 + 40 * (t // 1000 % 2))) for t in ends
+        ]
+        return 0, samples
 
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         return 700_000  # mW: at an H200's cap
 
 
 class FakeNvmlWithoutUtilization(FakeNvml):
-    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any:
+    def nvmlDeviceGetSamples(self, handle: Any, kind: int, last_seen_us: int) -> tuple[int, list[Any]]:
         raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
 
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
@@ -79,7 +90,8 @@ def test_watch_keeps_every_reason_seen_and_the_lowest_clock(monkeypatch: pytest.
     assert summary is not None and summary["samples"] >= 6
     assert summary["throttle"] == ["hardware thermal slowdown"]  # idle is not among the reasons told
     assert summary["min_sm_clock_mhz"] == 1200
-    assert 0.4 <= summary["gpu_busy_share"] <= 0.8  # the mean of the utilization readings
+    assert summary["gpu_busy_samples"] >= 3  # six readings 1 ms apart: the samples closed meanwhile
+    assert 0.4 <= summary["gpu_busy_share"] <= 0.8  # the mean of the samples inside the window
     assert 1200 < summary["mean_sm_clock_mhz"] < 1980  # one low reading among the usual
     assert summary["mean_power_w"] == 700.0
 
@@ -87,7 +99,7 @@ def test_watch_keeps_every_reason_seen_and_the_lowest_clock(monkeypatch: pytest.
 def test_a_gpu_that_does_not_report_utilization_still_has_its_clocks_watched(monkeypatch: pytest.MonkeyPatch) -> None:
     summary = watched(FakeNvmlWithoutUtilization(), monkeypatch)
     assert summary is not None and summary["samples"] >= 6 and summary["min_sm_clock_mhz"] == 1200
-    assert "gpu_busy_share" not in summary and "mean_power_w" not in summary
+    assert "gpu_busy_share" not in summary and "gpu_busy_samples" not in summary and "mean_power_w" not in summary
 
 
 def test_watch_reads_nothing_off_the_gpu() -> None:

@@ -6,10 +6,13 @@ import os
 import platform
 import re
 import threading
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
+
+from trainperf import gpu_busy
 
 THROTTLE_REASONS = {  # nvmlClocksEventReason* bits worth telling a user about
     0x2: "applications clocks setting",
@@ -183,10 +186,10 @@ def clock_state(device: torch.device) -> dict[str, Any] | None:
 
 class ClockWatch:
     """While a case's timed iterations run, a thread reads NVML every ``interval_s``: the clock event
-    reasons seen, the lowest and mean SM clock, the mean power draw and the GPU's utilization (the share
-    of time a kernel ran: below 1 where the GPU waits for the host). A case at the GPU's power cap runs
-    as fast as its clock: the mean tells one chip's speed from another's. Off-GPU, or without NVML, it
-    reads nothing."""
+    reasons seen, the lowest and mean SM clock, the mean power draw and NVML's utilization samples, whose
+    periods inside the window give the GPU's busy share (``gpu_busy``: below 1 where the GPU waits for
+    the host). A case at the GPU's power cap runs as fast as its clock: the mean tells one chip's speed
+    from another's. Off-GPU, or without NVML, it reads nothing."""
 
     def __init__(self, device: torch.device, interval_s: float = 0.05) -> None:
         self.device = device
@@ -195,14 +198,18 @@ class ClockWatch:
         self.lowest_mhz: int | None = None
         self.samples = 0
         self.clock_mhz_sum = 0
-        self.busy_percent_sum = 0
-        self.busy_samples = 0
+        self.busy_samples: list[gpu_busy.Sample] = []
+        self._busy_seen_us = 0  # NVML returns the samples after this time
+        self._busy_readable = True
+        self.started = self.ended = 0.0
         self.power_mw_sum = 0
         self.power_samples = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> ClockWatch:
+        self.started = time.time()  # NVML's samples carry the wall clock's time
+        self._busy_seen_us = int((self.started - 2.0) * 1e6)  # one earlier sample gives the spacing
         nvml = _nvml() if self.device.type == "cuda" else None
         if nvml is not None:
             handle = _nvml_handle(nvml, self.device)
@@ -211,6 +218,7 @@ class ClockWatch:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.ended = time.time()
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -229,15 +237,22 @@ class ClockWatch:
             self._read_busy(nvml, handle)
             self._read_power(nvml, handle)
             if self._stop.wait(self.interval_s):
+                self._read_busy(nvml, handle)  # the samples that closed since, up to the window's end
                 return
 
     def _read_busy(self, nvml: Any, handle: Any) -> None:
-        """Add one utilization reading; a GPU that does not report it (some MIG slices) adds none."""
-        try:
-            self.busy_percent_sum += int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
-        except Exception:
+        """Add NVML's utilization samples taken since the last read; a GPU that does not keep them (some
+        MIG slices) adds none."""
+        if not self._busy_readable:
             return
-        self.busy_samples += 1
+        try:
+            _, samples = nvml.nvmlDeviceGetSamples(handle, nvml.NVML_GPU_UTILIZATION_SAMPLES, self._busy_seen_us)
+        except Exception:
+            self._busy_readable = False
+            return
+        for sample in samples:
+            self._busy_seen_us = max(self._busy_seen_us, int(sample.timeStamp))
+            self.busy_samples.append(gpu_busy.Sample(sample.timeStamp / 1e6, float(sample.sampleValue.uiVal)))
 
     def _read_power(self, nvml: Any, handle: Any) -> None:
         """Add one power reading (mW); a GPU that does not report it adds none."""
@@ -248,9 +263,10 @@ class ClockWatch:
         self.power_samples += 1
 
     def summary(self) -> dict[str, Any] | None:
-        """``throttle`` (reasons seen), ``min_sm_clock_mhz``, ``mean_sm_clock_mhz``, ``samples`` and, where
-        the GPU reports them, ``gpu_busy_share`` (mean utilization) and ``mean_power_w``; None when
-        nothing was read."""
+        """``throttle`` (reasons seen), ``min_sm_clock_mhz``, ``mean_sm_clock_mhz``, ``samples``,
+        ``gpu_busy_samples`` (NVML's utilization samples wholly inside the window) and, where the GPU
+        reports them, ``gpu_busy_share`` (their mean; none where the window held no whole sample) and
+        ``mean_power_w``; None when nothing was read."""
         if not self.samples:
             return None
         throttle = [text for bit, text in THROTTLE_REASONS.items() if self.reasons & bit]
@@ -261,7 +277,10 @@ class ClockWatch:
             "samples": self.samples,
         }
         if self.busy_samples:
-            found["gpu_busy_share"] = self.busy_percent_sum / self.busy_samples / 100.0
+            found["gpu_busy_samples"] = len(gpu_busy.inside(self.busy_samples, self.started, self.ended))
+            share = gpu_busy.busy_share(self.busy_samples, self.started, self.ended)
+            if share is not None:
+                found["gpu_busy_share"] = share
         if self.power_samples:
             found["mean_power_w"] = round(self.power_mw_sum / self.power_samples / 1000.0, 1)
         return found
