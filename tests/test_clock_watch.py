@@ -7,6 +7,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
+import pynvml
 import pytest
 import torch
 from trainperf import device as devices
@@ -41,18 +42,21 @@ class FakeNvml:
         return b"GPU-486fb5a3-0000-0000-0000-000000000000"  # older pynvml releases return bytes
 
     NVML_GPU_UTILIZATION_SAMPLES = 1
-    SAMPLE_PERIOD_US = 1000  # an H200's is 200,000
+    NVML_ERROR_NOT_FOUND = pynvml.NVML_ERROR_NOT_FOUND
+    SAMPLE_PERIOD_US = 5000  # an H200's is 200,000: most reads 1 ms apart find no new sample
 
     def nvmlDeviceGetSamples(self, handle: Any, kind: int, last_seen_us: int) -> tuple[int, list[Any]]:
         """The samples closed since ``last_seen_us``, up to two seconds back: busy 40% and 80% in turn
-        (the GPU waits for the host at times)."""
+        (the GPU waits for the host at times); NVML's "not found" where none has closed since."""
         now_us = int(time.time() * 1e6)
         first = max(last_seen_us + 1, now_us - 2_000_000)
-        ends = range(-(-first // self.SAMPLE_PERIOD_US) * self.SAMPLE_PERIOD_US, now_us + 1, self.SAMPLE_PERIOD_US)
-        samples = [
-            SimpleNamespace(timeStamp=t, sampleValue=SimpleNamespace(uiVal=40 + 40 * (t // 1000 % 2))) for t in ends
+        period = self.SAMPLE_PERIOD_US
+        ends = range(-(-first // period) * period, now_us + 1, period)
+        if not ends:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        return 0, [
+            SimpleNamespace(timeStamp=t, sampleValue=SimpleNamespace(uiVal=40 + 40 * (t // period % 2))) for t in ends
         ]
-        return 0, samples
 
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         return 700_000  # mW: at an H200's cap
@@ -76,11 +80,11 @@ def stood_in(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
 
 
 def watched(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any] | None:
-    """What the watch saw over six readings of ``fake`` (or two seconds, should the poll stop)."""
+    """What the watch saw over 40 readings of ``fake``, 1 ms apart (or two seconds, should the poll stop)."""
     stood_in(fake, monkeypatch)
     deadline = time.monotonic() + 2.0
     with devices.ClockWatch(torch.device("cuda"), interval_s=0.001) as watch:
-        while fake.readings < 6 and time.monotonic() < deadline:
+        while fake.readings < 40 and time.monotonic() < deadline:
             time.sleep(0.001)
     return watch.summary()
 
@@ -90,7 +94,7 @@ def test_watch_keeps_every_reason_seen_and_the_lowest_clock(monkeypatch: pytest.
     assert summary is not None and summary["samples"] >= 6
     assert summary["throttle"] == ["hardware thermal slowdown"]  # idle is not among the reasons told
     assert summary["min_sm_clock_mhz"] == 1200
-    assert summary["gpu_busy_samples"] >= 3  # six readings 1 ms apart: the samples closed meanwhile
+    assert summary["gpu_busy_samples"] >= 4  # 40 ms or more of 5-ms samples, read past "not found"
     assert 0.4 <= summary["gpu_busy_share"] <= 0.8  # the mean of the samples inside the window
     assert 1200 < summary["mean_sm_clock_mhz"] < 1980  # one low reading among the usual
     assert summary["mean_power_w"] == 700.0

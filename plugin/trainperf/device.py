@@ -241,14 +241,14 @@ class ClockWatch:
                 return
 
     def _read_busy(self, nvml: Any, handle: Any) -> None:
-        """Add NVML's utilization samples taken since the last read; a GPU that does not keep them (some
-        MIG slices) adds none."""
+        """Add NVML's utilization samples taken since the last read (none closed since: NVML's "not
+        found"); a GPU that does not keep them (some MIG slices) adds none."""
         if not self._busy_readable:
             return
         try:
             _, samples = nvml.nvmlDeviceGetSamples(handle, nvml.NVML_GPU_UTILIZATION_SAMPLES, self._busy_seen_us)
-        except Exception:
-            self._busy_readable = False
+        except Exception as error:
+            self._busy_readable = getattr(error, "value", None) == nvml.NVML_ERROR_NOT_FOUND
             return
         for sample in samples:
             self._busy_seen_us = max(self._busy_seen_us, int(sample.timeStamp))
