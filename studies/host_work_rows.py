@@ -49,13 +49,18 @@ def row(lease: str, run: str, case: dict[str, Any]) -> dict[str, Any]:
         "baseline_ms": info["baseline_median_ms"] and round(info["baseline_median_ms"], 4),
         "detects": info["min_detectable_slowdown"] and round(info["min_detectable_slowdown"], 4),
         "time_passed": time.get("passed"),
-        "gpu_busy": round((info["clocks"].get("during") or {}).get("gpu_busy_share") or 0.0, 3),
+        "gpu_busy": _rounded((info["clocks"].get("during") or {}).get("gpu_busy_share"), 3),
         "verdict": info["verdict"],
         "step_calls": info["host_step_calls"][0] if info.get("host_step_calls") else None,
         "stored_step_calls": int(stored_step.group(1)) if stored_step else None,
         "fetch_calls": " ".join(map(str, info.get("host_fetch_calls", []))) or None,
         "torch_calls": info["host_torch_calls"][0] if info.get("host_torch_calls") else None,
     }
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    """``value`` rounded; None (an empty cell) where the run read none."""
+    return None if value is None else round(value, digits)
 
 
 def rows(lease: str, run_documents: list[Path]) -> pd.DataFrame:

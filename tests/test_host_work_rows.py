@@ -5,6 +5,7 @@ reference it was measured against on demand is not one of the document's cases."
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -53,3 +54,14 @@ def test_the_steps_calls_into_torch_show_the_ops_the_total_hides(tmp_path: Path)
         total_rise = slowed["host_calls"].min() / unslowed["host_calls"].max() - 1
         torch_rise = slowed["torch_calls"].min() / unslowed["torch_calls"].max() - 1
         assert total_rise < 0.03 < 0.10 < torch_rise  # hidden in the total at its 3% floor, plain in torch's
+
+
+def test_a_run_that_read_no_busy_share_leaves_its_cell_empty(tmp_path: Path) -> None:
+    """Not 0: a GPU idle all along and a share not read are different findings."""
+    document = json.loads(CAPTURED.read_text())
+    del document["benchmarks"][0]["extra_info"]["clocks"]["during"]["gpu_busy_share"]
+    path = tmp_path / "no-share" / "run.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(document))
+    busy = host_work_rows.rows("AN", [path])["gpu_busy"]
+    assert pd.isna(busy.iloc[0]) and busy.iloc[1:].between(0.0, 1.0).all()
