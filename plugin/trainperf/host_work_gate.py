@@ -85,8 +85,8 @@ def history_figures(
 def waits_for_host(busy_now: float | None, stored: StoredCalls) -> bool:
     """Whether the GPU waited for the host in this run, where recorded, or in any run accepted since: a
     case near the line waits on one host and not on another, and its host work costs time where it
-    waits. A run with no GPU busy share (on the CPU, or timed for less than two of NVML's sample periods:
-    ``gpu_busy``) is judged on its host work too: it may wait, and an unchanged count costs nothing."""
+    waits. A run with no GPU busy share (on the CPU, or timed for too short a window to hold one of NVML's
+    sample periods: ``gpu_busy``) is judged on its host work too: it may wait, and an unchanged count costs nothing."""
     return busy_now is None or any(busy < HOST_BOUND_BUSY for busy in (busy_now, *stored.gpu_busy_shares))
 
 
