@@ -277,8 +277,9 @@ class ClockWatch:
             "samples": self.samples,
         }
         if self.busy_samples:
-            found["gpu_busy_samples"] = len(gpu_busy.inside(self.busy_samples, self.started, self.ended))
-            share = gpu_busy.busy_share(self.busy_samples, self.started, self.ended)
+            whole = gpu_busy.inside(self.busy_samples, self.started, self.ended)
+            found["gpu_busy_samples"] = len(whole)
+            share = gpu_busy.mean_share(whole)
             if share is not None:
                 found["gpu_busy_share"] = share
         if self.power_samples:

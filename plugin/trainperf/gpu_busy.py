@@ -39,8 +39,13 @@ def inside(samples: Sequence[Sample], started: float, ended: float) -> list[Samp
     return [sample for sample in samples if sample.ended - period >= started and sample.ended <= ended]
 
 
+def mean_share(whole: Sequence[Sample]) -> float | None:
+    """The share of time a kernel ran (0 to 1) over samples already known to lie inside a window
+    (``inside``); None for none."""
+    return statistics.fmean(sample.busy_percent for sample in whole) / 100.0 if whole else None
+
+
 def busy_share(samples: Sequence[Sample], started: float, ended: float) -> float | None:
     """The share of the window's time a kernel ran (0 to 1), from the samples wholly inside it; None
     where none is."""
-    found = inside(samples, started, ended)
-    return statistics.fmean(sample.busy_percent for sample in found) / 100.0 if found else None
+    return mean_share(inside(samples, started, ended))
