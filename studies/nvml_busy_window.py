@@ -15,9 +15,7 @@ Writes DIR/nvml-busy-window.json. Needs a CUDA GPU and pynvml.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -91,6 +89,7 @@ def main() -> int:
     args = parser.parse_args()
     import pynvml as nvml
     import torch
+    from trainperf import gpu_busy
 
     if not torch.cuda.is_available():
         print("nvml_busy_window: no CUDA GPU here, nothing to measure", file=sys.stderr)
@@ -104,11 +103,10 @@ def main() -> int:
     time.sleep(1.0)
     _, samples = nvml.nvmlDeviceGetSamples(handle, nvml.NVML_GPU_UTILIZATION_SAMPLES, first_us)
     series = [{"t": sample.timeStamp / 1e6, "busy_percent": sample.sampleValue.uiVal} for sample in samples]
-    spacing = [b["t"] - a["t"] for a, b in itertools.pairwise(series)]
     found = {
         "gpu": torch.cuda.get_device_name(),
         "sm_clock_mhz": clock_hz / 1e6,
-        "sample_period_s": statistics.median(spacing) if spacing else None,
+        "sample_period_s": gpu_busy.sample_period([gpu_busy.Sample(s["t"], s["busy_percent"]) for s in series]),
         "windows": windows,
         "samples": series,
     }
