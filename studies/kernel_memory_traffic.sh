@@ -3,7 +3,8 @@
 # matmul/reference 2.3% slower on some machines at the same SM and memory clocks, drawing more power).
 # Nsight Compute, its clocks left alone, reads the naive matmul and transpose of the kernels file at the
 # cases' sizes: duration, DRAM bytes read and written, L1 and L2 hit rates, and the DRAM and SM clocks
-# while each kernel ran. Run it on a slow and a fast machine and compare the two CSV files.
+# while each kernel ran, and the chip's whole `nvidia-smi -q` (its VBIOS, ECC and remapped rows, PCIe
+# link, ...). Run it on a slow and a fast machine and compare the two folders.
 #   studies/kernel_memory_traffic.sh OUT_DIR        # TRAINPERF_NCU names ncu where it is not on PATH
 set -euo pipefail
 out=$1
@@ -23,6 +24,7 @@ torch.cuda.synchronize()
 '
 python3 -c "$run_kernels"  # builds the extension outside the profiler
 nvidia-smi --query-gpu=name,uuid,clocks.mem,clocks.sm --format=csv,noheader >"$out/gpu.csv"
+nvidia-smi -q >"$out/nvidia-smi-q.txt"
 "${TRAINPERF_NCU:-ncu}" --clock-control none --kernel-name regex:'matmul_naive|transpose_naive' \
   --metrics "$metrics" --csv --page raw python3 -c "$run_kernels" >"$out/kernel-memory-traffic.csv"
 cat "$out/gpu.csv"
