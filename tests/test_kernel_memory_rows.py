@@ -1,0 +1,33 @@
+"""The naive kernels' memory traffic read from an ncu page captured on an H200 (lease BA,
+``studies/kernel_memory_traffic.sh``, docs/evidence/h200-gpu-bound-noise.md), ncu's notes and all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from studies import kernel_memory_rows
+
+CAPTURED = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h200-kernel-memory-traffic-ba.csv"
+
+
+def test_ncu_notes_are_left_out_and_every_launch_is_a_row() -> None:
+    assert CAPTURED.read_text(encoding="utf-8").startswith("==")
+    raw = kernel_memory_rows.launches(CAPTURED)
+    assert len(raw) == 6
+    assert raw["Kernel Name"].str.startswith(("matmul_naive", "transpose_naive")).all()
+
+
+def test_each_kernel_has_its_launches_and_figures_in_their_units() -> None:
+    table = kernel_memory_rows.table(kernel_memory_rows.launches(CAPTURED))
+    assert list(table.index) == ["matmul_naive", "transpose_naive"]
+    assert list(table["launches"]) == [3, 3]
+    matmul = table.loc["matmul_naive"]
+    assert matmul["ms"].startswith("23.3") and matmul["DRAM read GB"].startswith("4.26")
+    assert matmul["DRAM MHz"].startswith("3199") and matmul["SM MHz"].startswith("1979")
+
+
+def test_an_argument_without_its_lease_is_refused() -> None:
+    with pytest.raises(SystemExit, match="usage"):
+        kernel_memory_rows.main(["only-a-file.csv"])
