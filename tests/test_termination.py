@@ -107,20 +107,26 @@ STOPS = {
 }
 
 
+def stopped_after_the_variant(pytester: pytest.Pytester, stop: str) -> None:
+    """Two recorded cases made slower: toy/reference looks slower and waits for the end of the session,
+    and the statement ``stop`` runs once toy/variant has been measured and judged."""
+    two_cases(pytester, '{"sleep_ms": 10.0}')
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    two_cases(pytester, '{"sleep_ms": 40.0}')
+    pytester.makeconftest(
+        "import os, signal\n"
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call' and 'variant' in report.nodeid:\n"
+        f"        {stop}\n"
+    )
+
+
 @posix_only
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", STOPS)
 def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester, stop: str) -> None:
     """The case that finished is in run.json and JUnit; the one waiting for its second measurement is named."""
-    two_cases(pytester, '{"sleep_ms": 10.0}')
-    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
-    two_cases(pytester, '{"sleep_ms": 40.0}')  # toy/reference looks slower and waits for the end
-    pytester.makeconftest(
-        "import os, signal\n"
-        "def pytest_runtest_logreport(report):\n"
-        "    if report.when == 'call' and 'variant' in report.nodeid:\n"
-        f"        {STOPS[stop]}\n"
-    )
+    stopped_after_the_variant(pytester, STOPS[stop])
     args = [sys.executable, "-m", "pytest", *BASE, "--perf-report=out", "--junitxml=j.xml"]
     args = ["bash", "-c", FORWARDING_WRAPPER, "wrapper", *args]  # its own group: only the wrapper and pytest
     done = subprocess.run(args, cwd=pytester.path, capture_output=True, text=True, timeout=600, start_new_session=True)
@@ -158,3 +164,31 @@ def test_sigterm_during_the_second_measurement_ends_the_session_quietly(pytester
     assert "PluggyTeardownRaisedWarning" not in output
     document = json.loads((pytester.path / "out" / "run.json").read_text())
     assert [(case["name"], case["verdict"]) for case in document["unfinished"]] == [("toy/reference", "unjudged")]
+
+
+@posix_only
+@pytest.mark.slow
+def test_a_session_killed_outright_keeps_the_cases_it_finished(pytester: pytest.Pytester) -> None:
+    """SIGKILL leaves no time to write reports: run.json, written after each case, holds the case that
+    finished and the one waiting for its second measurement, and says the session did not end."""
+    stopped_after_the_variant(pytester, "os.kill(os.getpid(), signal.SIGKILL)")
+    args = [sys.executable, "-m", "pytest", *BASE, "--perf-report=out"]
+    done = subprocess.run(args, cwd=pytester.path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == -signal.SIGKILL, done.stdout + done.stderr
+    document = json.loads((pytester.path / "out" / "run.json").read_text())
+    assert document["finished"] is False
+    assert [case["name"] for case in document["benchmarks"]] == ["toy/variant"]
+    unjudged = [(case["name"], case["verdict"]) for case in document["unfinished"]]
+    assert unjudged == [("toy/reference", "unjudged")]
+    assert document["unfinished"][0]["reason"].startswith("first measurement: toy/reference: slower than baseline")
+    assert not list((pytester.path / "out").glob("*.partial"))
+
+
+@pytest.mark.slow
+def test_a_session_that_ends_rewrites_its_run_document_whole(pytester: pytest.Pytester) -> None:
+    two_cases(pytester, '{"sleep_ms": 10.0}')
+    pytester.runpytest(*BASE, "--update-baselines", "--perf-report=out").assert_outcomes(passed=2)
+    document = json.loads((pytester.path / "out" / "run.json").read_text())
+    assert document["finished"] is True and document["unfinished"] == []
+    assert [case["name"] for case in document["benchmarks"]] == ["toy/reference", "toy/variant"]
+    assert not any(note.startswith("written while the session ran") for note in document["notes"])

@@ -145,6 +145,7 @@ class TrainPerf:
         if suspect and late is not None and late.may_hold(self.nodeid):
             late.hold(self.nodeid, spec.key, first, suspect)
             why = "; ".join(suspect.values())
+            self.session.record_waiting(spec.key, self.nodeid, why)
             self.session.progress(f"{spec.key}: measured again at the end of the session ({why})")
             raise ConfirmLater(spec.key)
         return self._confirmed(spec, first, suspect, declared, None) if suspect else first

@@ -28,7 +28,7 @@ def publish(perf: PerfSession) -> bool:
         return True
     report = perf.settings.report
     if report is not None and (perf.results or perf.unfinished):
-        from trainperf.report.document import write_run_document
+        from trainperf.report.run_file import write_run_document
 
         path = write_run_document(perf, report, workers.run_file(os.environ))
         perf.note(f"run document written to {path}")

@@ -6,6 +6,7 @@ Lives in ``config.stash``; the fixture gets callbacks from it, and the report re
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import torch
 
-from trainperf import baselines, gate, host_work_gate, stats
+from trainperf import baselines, gate, host_work_gate, stats, workers
 from trainperf import device as devices
 from trainperf.isolated import Children
 from trainperf.launcher import Launch
@@ -22,6 +23,7 @@ from trainperf.profile.child import ChildRun
 from trainperf.profile.profiler import CaseProfile, ProfileSetup
 from trainperf.provenance import git_commit
 from trainperf.report.document import CaseEntry, case_entry
+from trainperf.report.run_file import write_progress
 from trainperf.settings import Settings
 from trainperf.workload import FULL, TINY
 
@@ -108,6 +110,7 @@ class PerfSession:
     accepted: dict[str, float] = field(default_factory=dict)  # medians --perf-history/--perf-calibrate add
     accepted_figures: dict[str, dict[str, float]] = field(default_factory=dict)  # their calls and busy share
     unfinished: list[dict[str, str]] = field(default_factory=list)  # cases that started and did not finish
+    waiting: dict[tuple[str, str], str] = field(default_factory=dict)  # (case, node id): its first measurement
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
     progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
@@ -190,12 +193,29 @@ class PerfSession:
             )
             for key, value in figures.items():
                 self.accepted_figures.setdefault(key, {})[result.key] = value
+        self.waiting.pop((result.key, result.nodeid), None)
+        self.save_progress()
         return self.entries[-1]
 
     def record_unfinished(self, key: str, nodeid: str, verdict: str, reason: str) -> None:
         """A case that started and ended without a measurement (an error, its time limit): every report
         lists it with its verdict and one-line reason."""
         self.unfinished.append({"name": key, "fullname": nodeid, "verdict": verdict, "reason": reason})
+        self.waiting.pop((key, nodeid), None)
+        self.save_progress()
+
+    def record_waiting(self, key: str, nodeid: str, first: str) -> None:
+        """A case held for its second measurement at the end of the session, with its first one's failed checks."""
+        self.waiting[(key, nodeid)] = first
+        self.save_progress()
+
+    def save_progress(self) -> None:
+        """The run document as it stands, written after each case with --perf-report: a session killed
+        where it cannot write its reports (SIGKILL, the machine taken away) keeps every case it finished.
+        Of a launched group's ranks, rank 0 alone writes, as at the end."""
+        if self.settings.report is None or (self.launch is not None and self.launch.rank != 0):
+            return
+        write_progress(self, self.settings.report, workers.run_file(os.environ))
 
     def _write_baseline(self, key: str) -> None:
         """Merge one recorded case into this device's file as soon as it finishes, so that a run cut

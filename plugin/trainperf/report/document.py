@@ -23,7 +23,6 @@ from pytest_benchmark.stats import Stats
 from trainperf import __version__, host_work_gate, stats
 from trainperf.provenance import commit_info
 from trainperf.report import profile_summary
-from trainperf.workers import RUN_FILE
 
 if TYPE_CHECKING:
     from trainperf.session import CaseResult, PerfSession
@@ -117,15 +116,8 @@ def run_document(session: PerfSession) -> dict[str, Any]:
         "benchmarks": list(session.entries),
         "unfinished": list(session.unfinished),
         "notes": session.notes,
+        "finished": True,
     }
-
-
-def write_run_document(session: PerfSession, directory: Path, name: str = RUN_FILE) -> Path:
-    """``directory/name`` (``run.json``, or a worker's ``run-gwK.json``)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(json.dumps(run_document(session), indent=1) + "\n", encoding="utf-8")
-    return path
 
 
 class RunDocumentError(ValueError):
