@@ -92,12 +92,6 @@ class LateConfirmation:
         """The items still waiting for their second measurement, where the session ended before it."""
         return [item.nodeid for item in self.waiting]
 
-    def unjudged_cases(self) -> list[tuple[str, str, str]]:
-        """(case, node id, its first measurement's failed checks) of each case those items hold."""
-        waiting = set(self.unjudged())
-        return [(case, nodeid, "; ".join(held.suspect.values())) for (nodeid, case), held in self.held.items()
-                if nodeid in waiting]  # fmt: skip
-
 
 def _log(item: pytest.Item, reports: list[pytest.TestReport]) -> None:
     for report in reports:

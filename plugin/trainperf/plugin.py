@@ -209,10 +209,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _keep_unjudged(perf: PerfSession, late: LateConfirmation) -> None:
     """Name the items the session left waiting for their second measurement, and list each of their
-    cases among those that did not finish, with its first measurement's figures."""
+    cases among those that did not finish, with its first measurement's figures (``PerfSession.waiting``)."""
     if unjudged := late.unjudged():
         perf.note(f"not judged: the session ended before their second measurement: {', '.join(unjudged)}")
-    for case, nodeid, first in late.unjudged_cases():
+    for (case, nodeid), first in list(perf.waiting.items()):
         perf.record_unfinished(case, nodeid, "unjudged", f"first measurement: {first}")
 
 

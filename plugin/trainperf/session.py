@@ -212,8 +212,8 @@ class PerfSession:
     def save_progress(self) -> None:
         """The run document as it stands, written after each case with --perf-report: a session killed
         where it cannot write its reports (SIGKILL, the machine taken away) keeps every case it finished.
-        Of a launched group's ranks, rank 0 alone writes, as at the end."""
-        if self.settings.report is None or (self.launch is not None and self.launch.rank != 0):
+        Of a launched group's ranks, the one that writes the reports at the end alone writes."""
+        if self.settings.report is None or (self.launch is not None and not self.launch.reports):
             return
         write_progress(self, self.settings.report, workers.run_file(os.environ))
 
