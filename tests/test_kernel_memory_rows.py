@@ -9,7 +9,7 @@ import pytest
 
 from studies import kernel_memory_rows
 
-CAPTURED = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h200-kernel-memory-traffic-ba.csv"
+CAPTURED = Path(__file__).parent / "data" / "h200_kernel_memory_traffic_ba.csv"
 
 
 def test_ncu_notes_are_left_out_and_every_launch_is_a_row() -> None:
