@@ -41,6 +41,9 @@ class FakeNvml:
     def nvmlDeviceGetUUID(self, handle: Any) -> bytes:
         return b"GPU-486fb5a3-0000-0000-0000-000000000000"  # older pynvml releases return bytes
 
+    def nvmlDeviceGetBoardPartNumber(self, handle: Any) -> str:
+        return "692-2G520-0282-000"
+
     NVML_GPU_UTILIZATION_SAMPLES = 1
     NVML_ERROR_NOT_FOUND = pynvml.NVML_ERROR_NOT_FOUND
     SAMPLE_PERIOD_US = 5000  # an H200's is 200,000: most reads 1 ms apart find no new sample
@@ -70,6 +73,9 @@ class FakeNvmlWithoutUtilization(FakeNvml):
         raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
 
     def nvmlDeviceGetUUID(self, handle: Any) -> bytes:
+        raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlDeviceGetBoardPartNumber(self, handle: Any) -> str:
         raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
 
 
@@ -118,8 +124,10 @@ def test_the_state_before_and_after_holds_the_memory_clock(monkeypatch: pytest.M
     assert state is not None and state["memory_clock_mhz"] == 3201 and state["sm_clock_max_mhz"] == 1980
 
 
-def test_the_chip_is_named_by_its_uuid_where_nvml_tells_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_chip_is_named_by_its_uuid_and_board_part_where_nvml_tells_them(monkeypatch: pytest.MonkeyPatch) -> None:
     stood_in(FakeNvml(), monkeypatch)
-    assert devices._nvml_uuid(torch.device("cuda")) == "GPU-486fb5a3-0000-0000-0000-000000000000"
+    assert devices._nvml_text(torch.device("cuda"), "nvmlDeviceGetUUID") == "GPU-486fb5a3-0000-0000-0000-000000000000"
+    assert devices._nvml_text(torch.device("cuda"), "nvmlDeviceGetBoardPartNumber") == "692-2G520-0282-000"
     stood_in(FakeNvmlWithoutUtilization(), monkeypatch)
-    assert devices._nvml_uuid(torch.device("cuda")) is None
+    assert devices._nvml_text(torch.device("cuda"), "nvmlDeviceGetUUID") is None
+    assert devices._nvml_text(torch.device("cuda"), "nvmlDeviceGetBoardPartNumber") is None

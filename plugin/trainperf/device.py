@@ -58,6 +58,7 @@ class Fingerprint:
     cpu_count: int | None = None
     host_cpu: str | None = None  # the GPU machine's CPU: launch-bound cases run at its pace
     gpu_uuid: str | None = None  # which chip: runs of one case differ between chips of one model
+    board_part_number: str | None = None  # the board's revision: may tell the kernels' slow machines apart
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,7 +120,8 @@ def fingerprint(device: torch.device) -> Fingerprint:
         memory_bytes=props.total_memory,
         cpu_count=os.cpu_count(),
         host_cpu=cpu_model(),
-        gpu_uuid=_nvml_uuid(device),
+        gpu_uuid=_nvml_text(device, "nvmlDeviceGetUUID"),
+        board_part_number=_nvml_text(device, "nvmlDeviceGetBoardPartNumber"),
     )
 
 
@@ -142,16 +144,17 @@ def _nvml_driver() -> str | None:
     return driver.decode() if isinstance(driver, bytes) else str(driver)
 
 
-def _nvml_uuid(device: torch.device) -> str | None:
-    """The GPU's UUID as NVML tells it ("GPU-..."); None without NVML."""
+def _nvml_text(device: torch.device, query: str) -> str | None:
+    """What one of NVML's text queries of the GPU tells (its UUID "GPU-...", its board part number); None
+    without NVML or where the GPU does not report it."""
     nvml = _nvml()
     if nvml is None:
         return None
     try:
-        uuid = nvml.nvmlDeviceGetUUID(_nvml_handle(nvml, device))
+        text = getattr(nvml, query)(_nvml_handle(nvml, device))
     except Exception:
         return None
-    return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+    return text.decode() if isinstance(text, bytes) else str(text)
 
 
 def _nvml_handle(nvml: Any, device: torch.device) -> Any:
