@@ -4,6 +4,8 @@
 #   ci/nightly.sh OUT [PYTEST_ARGS...]            on a GPU runner (TRAINPERF_GPUS=N: N workers, one GPU each)
 #   ci/nightly.sh --dry-run OUT [PYTEST_ARGS...]  on a CPU: tiny sizes, torch.profiler, no strict gate
 # With GITHUB_STEP_SUMMARY set (GitHub Actions), the run's summary is appended there (trainperf summary).
+# torch.compile's cache and the CUDA extensions' builds live under .trainperf/compile unless
+# TORCHINDUCTOR_CACHE_DIR and TORCH_EXTENSIONS_DIR say otherwise; ci/nightly.yml keeps them between nights.
 # Exit status: pytest's (0 all passed, 1 a case failed: regression or accuracy, 2 interrupted, 3 internal
 # error, 4 usage error such as an unreadable baseline file), 1 when no test ran, or ci/gpu_check.py's
 # (6 the GPU is busy or throttled, 7 no GPU).
@@ -17,6 +19,16 @@ fi
 out=${1:?usage: ci/nightly.sh [--dry-run] OUT [PYTEST_ARGS...]}
 shift
 mkdir -p "$out"
+compile_cache=$PWD/.trainperf/compile
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$compile_cache/inductor}
+export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-$compile_cache/extensions}
+for cache in "$TORCHINDUCTOR_CACHE_DIR" "$TORCH_EXTENSIONS_DIR"; do
+  if [ -d "$cache" ]; then
+    echo "nightly: compile cache $cache: $(du -sh "$cache" | cut -f1) kept from earlier runs" >&2
+  else
+    echo "nightly: compile cache $cache: empty, so this run compiles from scratch" >&2
+  fi
+done
 if [ "$dry_run" -eq 1 ]; then
   python ci/gpu_check.py --allow-cpu || exit $?
   gate=(--perf-device=cpu --profile=torch)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
@@ -84,6 +85,25 @@ def test_nightly_fails_when_no_test_runs(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 1 and "nightly: no test ran" in done.stderr
+
+
+def test_nightly_keeps_its_compile_caches_in_the_workspace_unless_told_otherwise(tmp_path: Path) -> None:
+    """torch.compile's cache and the CUDA extensions' builds go where ci/nightly.yml keeps them between
+    nights; a runner that sets torch's own variables keeps its own place. Each is named with what it holds."""
+    kept = tmp_path / "inductor"
+    kept.mkdir()
+    (kept / "graph").write_bytes(b"x" * 8192)
+    environment = {
+        key: value for key, value in os.environ.items() if not key.startswith(("TORCHINDUCTOR", "TORCH_EXT"))
+    }
+    told = subprocess.run(
+        ["bash", "ci/nightly.sh", "--dry-run", str(tmp_path / "out"), "-k", "no_such_case", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        env={**environment, "TORCHINDUCTOR_CACHE_DIR": str(kept)},
+    )  # fmt: skip
+    workspace = ROOT / ".trainperf" / "compile" / "extensions"
+    assert re.search(rf"nightly: compile cache {re.escape(str(kept))}: [0-9.]+K kept from earlier runs", told.stderr)
+    assert f"nightly: compile cache {workspace}: " in told.stderr
 
 
 def test_the_ci_check_stops_at_a_lint_failure_before_any_test(tmp_path: Path) -> None:
