@@ -250,6 +250,29 @@ def test_further_figures_of_accepted_runs_join_their_own_lists_where_a_case_has_
     assert "host_calls_history" not in cases["w/b"] and cases["w/b"]["gpu_busy_history"] == [0.98]
 
 
+def test_boards_stay_beside_their_medians_as_the_history_rolls_over(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    older = {**entry(10.0), "history_ms": [10.1, 10.2]}  # accepted before boards were kept
+    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": older, "w/b": entry(5.0)}}))
+    baselines.add_history(path, "dev", {"w/a": 10.3, "w/b": 5.1})  # a CPU run: no board, no list
+    assert "history_boards" not in baselines.load(path)["w/b"]
+    baselines.add_history(path, "dev", {"w/a": 10.4}, board="-001")
+    assert baselines.history_boards(baselines.load(path)["w/a"]) == [None, None, None, "-001"]
+    for night in range(baselines.HISTORY_RUNS):
+        baselines.add_history(path, "dev", {"w/a": 11.0 + night}, board=f"-00{night % 2}")
+    stored = baselines.load(path)["w/a"]
+    assert len(stored["history_boards"]) == len(stored["history_ms"]) == baselines.HISTORY_RUNS
+    assert stored["history_boards"][-1] == "-001" and stored["history_ms"][-1] == 11.0 + baselines.HISTORY_RUNS - 1
+
+
+@pytest.mark.parametrize("boards", ["-001", [3], [{"part": "-001"}]])
+def test_boards_that_are_not_part_numbers_or_nulls_name_the_case(tmp_path: Path, boards: object) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"schema_version": 1, "cases": {"w/a": {**entry(10.0), "history_boards": boards}}}))
+    with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'history_boards' as a list of part numbers"):
+        baselines.load(path)
+
+
 def test_host_figures_that_are_not_numbers_name_the_case(tmp_path: Path) -> None:
     path = tmp_path / "dev.json"
     path.write_text(

@@ -15,6 +15,7 @@ ROOT = Path(__file__).parent.parent
 RUN = Path(__file__).parent / "data" / "h100_digits_ncu.run.json"  # digits --profile=ncu on the H100
 SLUG = "nvidia-h100-80gb-hbm3"
 H200_RUN = Path(__file__).parent / "data" / "h200_gpt2_bert_host_work.run.json"  # GPT-2 and BERT, counted
+SLOW_BOARD_RUN = Path(__file__).parent / "data" / "h200_kernels_slow_board.run.json"  # lease BE, board -000
 
 
 @pytest.fixture
@@ -23,6 +24,16 @@ def baseline_dir(tmp_path: Path) -> Path:
     folder.mkdir()
     shutil.copy(ROOT / "baselines" / f"{SLUG}.json", folder)
     return folder
+
+
+def calibrated_h200(run: Path, tmp_path: Path) -> tuple[dict, dict]:
+    """The H200 file's cases before and after ``trainperf calibrate RUN`` on a copy of it."""
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    shutil.copy(ROOT / "baselines" / "nvidia-h200.json", folder)
+    before = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
+    assert cli.main(["calibrate", str(run), "--baseline-dir", str(folder)]) == 0
+    return before, baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
 
 
 def run_medians(path: Path) -> dict[str, float]:
@@ -42,15 +53,22 @@ def test_each_judged_case_of_the_run_ends_its_history_with_the_runs_median(
     for name in set(before) - set(medians):
         assert after[name] == before[name]
     assert f"{len(medians)} judged case(s)" in capsys.readouterr().out
+    assert not any("history_boards" in after[name] for name in medians)  # the H100's run names no board
+
+
+def test_each_judged_case_keeps_the_board_it_ran_on_beside_its_median(tmp_path: Path) -> None:
+    """Runs added before the board was kept stand as unknown (null), so that the two lists stay aligned."""
+    before, after = calibrated_h200(SLOW_BOARD_RUN, tmp_path)
+    medians = run_medians(SLOW_BOARD_RUN)
+    assert len(medians) == 7 and medians["matmul/reference"] > 23.8  # the slow group's pace
+    for name in medians:
+        earlier = len(baselines.history(before[name])[-(baselines.HISTORY_RUNS - 1) :])
+        assert after[name]["history_boards"] == [None] * earlier + ["692-2G520-0282-000"]
+        assert len(after[name]["history_boards"]) == len(baselines.history(after[name]))
 
 
 def test_each_judged_case_adds_its_host_calls_and_gpu_busy_share(tmp_path: Path) -> None:
-    folder = tmp_path / "baselines"
-    folder.mkdir()
-    shutil.copy(ROOT / "baselines" / "nvidia-h200.json", folder)
-    before = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
-    assert cli.main(["calibrate", str(H200_RUN), "--baseline-dir", str(folder)]) == 0
-    after = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
+    before, after = calibrated_h200(H200_RUN, tmp_path)
     cases = json.loads(H200_RUN.read_text())["benchmarks"]
     assert len(cases) == 25
     for case in cases:
@@ -64,17 +82,12 @@ def test_each_judged_case_adds_its_host_calls_and_gpu_busy_share(tmp_path: Path)
 
 
 def test_a_run_that_counted_its_steps_apart_adds_their_calls_to_the_step_history(tmp_path: Path) -> None:
-    folder = tmp_path / "baselines"
-    folder.mkdir()
-    shutil.copy(ROOT / "baselines" / "nvidia-h200.json", folder)
-    before = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
     document = json.loads(H200_RUN.read_text())
     counted = document["benchmarks"][0]
     counted["extra_info"]["host_step_calls"] = [812]  # as a run since the step was counted apart writes it
     edited = tmp_path / "run.json"
     edited.write_text(json.dumps(document))
-    assert cli.main(["calibrate", str(edited), "--baseline-dir", str(folder)]) == 0
-    after = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
+    before, after = calibrated_h200(edited, tmp_path)
     stored = before[counted["name"]].get("host_step_calls_history", [])
     assert after[counted["name"]]["host_step_calls_history"] == [*stored, 812.0]
     for case in document["benchmarks"][1:]:
@@ -85,13 +98,8 @@ def test_a_run_that_counted_its_steps_apart_adds_their_calls_to_the_step_history
 def test_a_run_that_counted_the_steps_calls_into_torch_adds_them_to_their_history(tmp_path: Path) -> None:
     """Lease AW's study document: each of its two cases ran four times; the last run of each is what a
     history keeps of a document (one median per case)."""
-    folder = tmp_path / "baselines"
-    folder.mkdir()
-    shutil.copy(ROOT / "baselines" / "nvidia-h200.json", folder)
-    before = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
     run = Path(__file__).parent / "data" / "h200_torch_calls_slowed.run.json"
-    assert cli.main(["calibrate", str(run), "--baseline-dir", str(folder)]) == 0
-    after = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
+    before, after = calibrated_h200(run, tmp_path)
     last = {case["name"]: case["extra_info"]["host_torch_calls"] for case in json.loads(run.read_text())["benchmarks"]}
     assert last == {"timm_resnet50/compile": [2645], "gpt2_medium/optimizer_memory": [23951]}
     for name, calls in last.items():

@@ -112,6 +112,9 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
         values = entry.get(key, [])
         if not (isinstance(values, list) and all(_is_positive_number(x) for x in values)):
             raise BaselineError(f"{path}: case {name!r} needs {key!r} as a list of positive numbers")
+    boards = entry.get("history_boards", [])  # absent from files calibrated before it was kept
+    if not (isinstance(boards, list) and all(x is None or isinstance(x, str) for x in boards)):
+        raise BaselineError(f"{path}: case {name!r} needs 'history_boards' as a list of part numbers or nulls")
     busy = entry.get("gpu_busy_history", [])  # absent from files calibrated before it was kept
     if not (isinstance(busy, list) and all(_is_share(x) for x in busy)):
         raise BaselineError(f"{path}: case {name!r} needs 'gpu_busy_history' as a list of shares from 0 to 1")
@@ -144,18 +147,23 @@ def add_history(
     device_slug: str,
     accepted: Mapping[str, float],
     figures: Mapping[str, Mapping[str, float]] | None = None,
+    board: str | None = None,
 ) -> list[str]:
     """Append each accepted run's median to its case's ``history_ms``, and each further figure of that run
     (``figures``, by history key: ``host_calls_history``, ``host_step_calls_history``,
     ``host_torch_calls_history``, ``gpu_busy_history``; a case only where it has one) to that list, each
-    kept to the last ``HISTORY_RUNS``, under the lock; return the cases added. A case the file does not
-    hold is left out: its history starts with its recording."""
+    kept to the last ``HISTORY_RUNS``, under the lock; return the cases added. ``board``, the GPU board's
+    part number, goes to ``history_boards`` beside its median. A case the file does
+    not hold is left out: its history starts with its recording."""
     figures = figures or {}
     with _locked(path):
         cases = load(path)
         added = sorted(name for name in accepted if name in cases)
         for name in added:
+            boards = history_boards(cases[name])
             cases[name]["history_ms"] = [*history(cases[name]), accepted[name]][-HISTORY_RUNS:]
+            if board is not None or "history_boards" in cases[name]:
+                cases[name]["history_boards"] = [*boards, board][-HISTORY_RUNS:]
             for key, values in figures.items():
                 if name in values:
                     cases[name][key] = [*cases[name].get(key, []), values[name]][-HISTORY_RUNS:]
@@ -168,6 +176,15 @@ def add_history(
 def history(entry: Mapping[str, Any]) -> list[float]:
     """The medians of the accepted runs kept since the entry was recorded."""
     return [float(x) for x in entry.get("history_ms", [])]
+
+
+def history_boards(entry: Mapping[str, Any]) -> list[str | None]:
+    """The board part number of each run in ``history_ms``, in its order: None for the runs added before
+    the part was kept. On H200s the part told the kernels' slow machines from the fast ones
+    (docs/evidence/h200-gpu-bound-noise.md); kept so that the history can say whether it always does."""
+    runs = len(history(entry))
+    kept = list(entry.get("history_boards", []))[-runs:] if runs else []
+    return [None] * (runs - len(kept)) + kept
 
 
 def changes_between(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> list[Change]:

@@ -132,7 +132,8 @@ def _calibrate(documents: list[RunDocument], directory: Path) -> int:
         if not path.exists():
             raise BaselineError(f"{path}: no baseline file for {slug}; record one with --update-baselines")
         medians = judged_medians(document)
-        added = baselines.add_history(path, slug, medians, judged_figures(document))
+        board = document.machine.get("board_part_number")
+        added = baselines.add_history(path, slug, medians, judged_figures(document), board)
         if not added:
             raise RunDocumentError(f"{document.path}: no case's time was judged against a baseline in {path}")
         print(f"trainperf: {len(added)} judged case(s) of {document.path} added to the history in {path}")

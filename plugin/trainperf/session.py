@@ -244,7 +244,10 @@ class PerfSession:
         baselines' history."""
         if not (self.keeps_history and self.accepted and not self.settings.update_baselines):
             return []
-        return baselines.add_history(self.baseline_file, self.fingerprint.slug, self.accepted, self.accepted_figures)
+        board = self.fingerprint.board_part_number
+        return baselines.add_history(
+            self.baseline_file, self.fingerprint.slug, self.accepted, self.accepted_figures, board
+        )
 
 
 def _accepted(result: CaseResult, calibrate: bool) -> bool:
