@@ -153,8 +153,8 @@ def add_history(
     (``figures``, by history key: ``host_calls_history``, ``host_step_calls_history``,
     ``host_torch_calls_history``, ``gpu_busy_history``; a case only where it has one) to that list, each
     kept to the last ``HISTORY_RUNS``, under the lock; return the cases added. ``board``, the GPU board's
-    part number, goes to ``history_boards`` beside its median. A case the file does
-    not hold is left out: its history starts with its recording."""
+    part number, goes to ``history_boards`` beside its median. A case the file does not hold is left
+    out: its history starts with its recording."""
     figures = figures or {}
     with _locked(path):
         cases = load(path)
