@@ -212,8 +212,7 @@ def _keep_unjudged(perf: PerfSession, late: LateConfirmation) -> None:
     cases among those that did not finish, with its first measurement's figures (``PerfSession.waiting``)."""
     if unjudged := late.unjudged():
         perf.note(f"not judged: the session ended before their second measurement: {', '.join(unjudged)}")
-    for (case, nodeid), first in list(perf.waiting.items()):
-        perf.record_unfinished(case, nodeid, "unjudged", f"first measurement: {first}")
+    perf.leave_unjudged()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -200,9 +200,20 @@ class PerfSession:
     def record_unfinished(self, key: str, nodeid: str, verdict: str, reason: str) -> None:
         """A case that started and ended without a measurement (an error, its time limit): every report
         lists it with its verdict and one-line reason."""
-        self.unfinished.append({"name": key, "fullname": nodeid, "verdict": verdict, "reason": reason})
+        self.unfinished.append(_unfinished(key, nodeid, verdict, reason))
         self.waiting.pop((key, nodeid), None)
         self.save_progress()
+
+    def unjudged(self) -> list[dict[str, str]]:
+        """Each case held for its second measurement, as a case that did not finish: its first measurement's
+        failed checks are the reason."""
+        return [_unfinished(case, nodeid, "unjudged", f"first measurement: {first}")
+                for (case, nodeid), first in self.waiting.items()]  # fmt: skip
+
+    def leave_unjudged(self) -> None:
+        """At the session's end: the cases still held join those that did not finish."""
+        self.unfinished += self.unjudged()
+        self.waiting.clear()
 
     def record_waiting(self, key: str, nodeid: str, first: str) -> None:
         """A case held for its second measurement at the end of the session, with its first one's failed checks."""
@@ -248,6 +259,10 @@ class PerfSession:
         return baselines.add_history(
             self.baseline_file, self.fingerprint.slug, self.accepted, self.accepted_figures, board
         )
+
+
+def _unfinished(key: str, nodeid: str, verdict: str, reason: str) -> dict[str, str]:
+    return {"name": key, "fullname": nodeid, "verdict": verdict, "reason": reason}
 
 
 def _accepted(result: CaseResult, calibrate: bool) -> bool:

@@ -30,11 +30,7 @@ def write_progress(session: PerfSession, directory: Path, name: str = RUN_FILE) 
     for its second measurement listed as unjudged with its first one's figures; the session's end
     rewrites it whole."""
     document = run_document(session)
-    waiting = [
-        {"name": case, "fullname": nodeid, "verdict": "unjudged", "reason": f"first measurement: {first}"}
-        for (case, nodeid), first in session.waiting.items()
-    ]
-    document.update(finished=False, unfinished=[*document["unfinished"], *waiting])
+    document.update(finished=False, unfinished=[*document["unfinished"], *session.unjudged()])
     document["notes"] = [*document["notes"], PROGRESS_NOTE]
     return _replace(document, directory / name)
 
