@@ -588,6 +588,33 @@ def test_image_cases_log_their_costs_and_data_parallel_ones_their_scaling(pytest
     assert 'name="trainperf_processes" value="2"' in junit and "trainperf_scaling_efficiency" not in junit
 
 
+DATA_PARALLEL_TEST = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+@pytest.mark.parametrize("optimization", [Optimization("ddp", ddp={})], ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+
+
+@pytest.mark.slow
+def test_a_data_parallel_case_is_recorded_in_independent_runs_and_judged_on_their_noise(
+    pytester: pytest.Pytester,
+) -> None:
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=DATA_PARALLEL_TEST)
+    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=1)
+    stored = json.loads(baseline_file(pytester).read_text())["cases"]["toy/ddp"]
+    assert len(stored["run_medians_ms"]) == 3  # each run spawned its two gloo processes afresh
+    judged = pytester.runpytest(*BASE, "--perf-report=out")
+    judged.assert_outcomes(passed=1)
+    checks = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][0]["extra_info"]["checks"]
+    baseline = next(check for check in checks if check["name"] == "baseline")
+    assert " over 3 runs" in baseline["message"] and "re-record" not in baseline["message"]
+
+
 @pytest.mark.slow
 def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suite) -> None:
     pytester = toy_suite()

@@ -113,16 +113,19 @@ class TrainPerf:
     def _measure_runs(self, spec: CaseSpec) -> Measurement:
         """The case measured in as many independent runs as the session asks (several when recording
         baselines: their spread is the case's run-to-run noise): here, then each further one in a fresh
-        process."""
+        process. A data-parallel case spawns its ranks afresh for every run."""
         runs = self.session.settings.runs_per_case
         first = self._measure(spec)
-        if runs == 1 or spec.optimization.ddp is not None:
+        if runs == 1:
             return first
         return combined([first, *(self._measure_afresh(spec) for _ in range(runs - 1))])
 
     def _measure_afresh(self, spec: CaseSpec, reference: Optimization | None = None) -> Measurement:
         """The case (or, given, its reference) measured in a fresh process; here again, with a note, if the
-        child fails."""
+        child fails. A data-parallel case needs no child: each of its runs spawns its ranks afresh (under a
+        launcher, every rank trains it again alike)."""
+        if reference is None and spec.optimization.ddp is not None:
+            return self._measure(spec)
         children = self.session.children
         what = "case" if reference is None else REFERENCE
         if children is not None:
