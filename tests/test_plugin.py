@@ -593,7 +593,9 @@ import pytest
 from toy_workload import Toy
 from trainperf import Optimization
 
-@pytest.mark.parametrize("optimization", [Optimization("ddp", ddp={})], ids=lambda o: o.name)
+CASE = Optimization("ddp", ddp={}, options={"sleep_ms": 10.0, "slow_once": "slow-once"})
+
+@pytest.mark.parametrize("optimization", [CASE], ids=lambda o: o.name)
 def test_toy(trainperf, optimization):
     trainperf.run(Toy(), optimization)
 """
@@ -613,6 +615,18 @@ def test_a_data_parallel_case_is_recorded_in_independent_runs_and_judged_on_thei
     checks = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"][0]["extra_info"]["checks"]
     baseline = next(check for check in checks if check["name"] == "baseline")
     assert " over 3 runs" in baseline["message"] and "re-record" not in baseline["message"]
+
+
+@pytest.mark.slow
+def test_a_data_parallel_case_slower_once_is_measured_again_in_freshly_spawned_ranks(pytester: pytest.Pytester) -> None:
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=DATA_PARALLEL_TEST)
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=1)
+    (pytester.path / "slow-once").touch()  # the first measurement's ranks find it, the second's do not
+    result = pytester.runpytest(*BASE)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["note: toy/ddp: not confirmed by a second measurement at the end of the session *"])
+    assert "measured in the test process instead" not in result.stdout.str()  # no child tried to train it alone
 
 
 @pytest.mark.slow

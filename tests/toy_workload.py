@@ -47,7 +47,7 @@ class Toy:
         sleep_ms = float(optimization.options.get("sleep_ms", 0.0))
         once = optimization.options.get("slow_once")
         if once is not None and Path(once).exists():
-            Path(once).unlink()
+            Path(once).unlink(missing_ok=True)  # the ranks of a data-parallel run may both find it
             sleep_ms += 6.0
         sleep_s = sleep_ms / 1000.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
