@@ -18,9 +18,10 @@ Each item trains the case with extra work after every optimizer step, sized to a
 stored median and timed here first: a spin of one SM (``torch.cuda._sleep``), bfloat16 GEMMs on every SM
 (``TRAINPERF_SLOWED_GPU_WORK=gemm``, for cases at the power cap, where a spin that draws little power may
 be hidden), a busy loop of the main thread, or more tiny GPU ops issued by it
-(``TRAINPERF_SLOWED_HOST_WORK=ops``, as a lost fusion adds). A slowdown of 0 measures the case unslowed on the same
-machine, to tell what the extra work added. The gate judges each run against the baseline as it would
-any case. ``studies/trust_table.py`` counts how often a slowdown was caught from the JUnit file.
+(``TRAINPERF_SLOWED_HOST_WORK=ops``, as a lost fusion adds). A slowdown of 0 measures the case unslowed on
+the same machine, to tell what the extra work added. A data-parallel case (two GPUs) runs the work in each
+of its ranks. The gate judges each run against the baseline as it would any case.
+``studies/trust_table.py`` counts how often a slowdown was caught from the JUnit file.
 """
 
 from __future__ import annotations
@@ -51,39 +52,84 @@ SPIN_CYCLES = 20_000_000  # the spin whose duration gives the GPU's cycles per m
 GEMM_SIZE = 4096  # a bfloat16 GEMM of a fraction of a millisecond: the work comes in fine steps
 
 
-def busy_wait(ms: float) -> None:
-    """Keep the main thread busy for ``ms`` milliseconds, as slower host code in the step would."""
-    end = time.perf_counter() + ms / 1e3
-    while time.perf_counter() < end:
-        pass
+# The kinds of extra work are plain picklable objects: a data-parallel case's ranks are spawned processes,
+# which receive the slowed workload, and its work, by pickling. Operands live on the process's current GPU.
 
 
-def host_ops(ms: float) -> tuple[Callable[[], None], int]:
-    """Tiny in-place ops on the GPU, as many as the host issues in about ``ms`` milliseconds (timed here),
-    and their count."""
-    tensor = torch.zeros(1, device="cuda")
+@dataclass(frozen=True)
+class BusyWait:
+    """Keeps the main thread busy for ``ms`` milliseconds, as slower host code in the step would."""
 
-    def issue(count: int) -> None:
-        for _ in range(count):
+    ms: float
+
+    def __call__(self) -> None:
+        end = time.perf_counter() + self.ms / 1e3
+        while time.perf_counter() < end:
+            pass
+
+
+@dataclass(frozen=True)
+class HostOps:
+    """``count`` tiny in-place ops on the GPU, each issued by the host, as a lost fusion adds."""
+
+    count: int
+
+    def __call__(self) -> None:
+        tensor = gpu_operand(1)
+        for _ in range(self.count):
             tensor.add_(1.0)
 
-    issue(100)
+
+@dataclass(frozen=True)
+class Spin:
+    """Keeps one SM waiting ``cycles`` cycles (``torch.cuda._sleep``): GPU time that draws little power."""
+
+    cycles: int
+
+    def __call__(self) -> None:
+        torch.cuda._sleep(self.cycles)
+
+
+@dataclass(frozen=True)
+class Gemms:
+    """``count`` bfloat16 GEMMs of ``GEMM_SIZE`` on every SM, drawing power as the training's own do."""
+
+    count: int
+
+    def __call__(self) -> None:
+        operand = gpu_operand(GEMM_SIZE)
+        for _ in range(self.count):
+            torch.mm(operand, operand)
+
+
+@functools.cache
+def _operand(size: int, device: int) -> torch.Tensor:
+    return torch.randn(size, size, device=torch.device("cuda", device), dtype=torch.bfloat16)
+
+
+def gpu_operand(size: int) -> torch.Tensor:
+    """A ``size`` x ``size`` bfloat16 tensor on this process's current GPU, made once."""
+    return _operand(size, torch.cuda.current_device())
+
+
+def host_ops(ms: float) -> HostOps:
+    """Tiny GPU ops, as many as the host issues in about ``ms`` milliseconds (timed here)."""
+    HostOps(100)()
     torch.cuda.synchronize()
     start = time.perf_counter()
-    issue(1000)
+    HostOps(1000)()
     op_ms = time.perf_counter() - start  # per op, in ms: 1000 ops in s
     torch.cuda.synchronize()
-    count = max(1, round(ms / op_ms))
-    return functools.partial(issue, count), count
+    return HostOps(max(1, round(ms / op_ms)))
 
 
 def host_work(ms: float) -> tuple[Callable[[], None], str]:
     """Host-side work of about ``ms`` milliseconds after every step: a busy loop, or tiny GPU ops."""
     if HOST_WORK == "busy":
-        return functools.partial(busy_wait, ms), "host (busy loop)"
+        return BusyWait(ms), "host (busy loop)"
     if HOST_WORK == "ops":
-        work, count = host_ops(ms)
-        return work, f"host ({count} ops)"
+        work = host_ops(ms)
+        return work, f"host ({work.count} ops)"
     raise ValueError(f"TRAINPERF_SLOWED_HOST_WORK={HOST_WORK!r}: choose busy or ops")
 
 
@@ -96,6 +142,8 @@ class Slowed:
     extra: Callable[[], None]
 
     def __getattr__(self, name: str) -> Any:
+        if name == "workload":  # not set yet: a copy being unpickled in a data-parallel rank
+            raise AttributeError(name)
         return getattr(self.workload, name)
 
     def build(self, device: torch.device, size: str, optimization: Any) -> Any:
@@ -141,27 +189,16 @@ class GpuWork:
         if kind not in ("spin", "gemm"):
             raise ValueError(f"TRAINPERF_SLOWED_GPU_WORK={kind!r}: choose spin or gemm")
         self.kind = kind
-        if kind == "gemm":  # the spin needs no operands on the GPU
-            self.a, self.b = (torch.randn(GEMM_SIZE, GEMM_SIZE, device="cuda", dtype=torch.bfloat16) for _ in "ab")
-        self.unit_ms = gpu_ms(self.gemms(1) if kind == "gemm" else lambda: torch.cuda._sleep(SPIN_CYCLES))
-
-    def gemms(self, count: int) -> Callable[[], None]:
-        a, b = self.a, self.b
-
-        def multiply() -> None:
-            for _ in range(count):
-                torch.mm(a, b)
-
-        return multiply
+        self.unit_ms = gpu_ms(Gemms(1) if kind == "gemm" else Spin(SPIN_CYCLES))
 
     def sized(self, ms: float) -> tuple[Callable[[], None], float]:
         """Work of about ``ms`` milliseconds, and its duration as measured here: a whole number of
         GEMMs, or a spin of the matching cycle count."""
         if self.kind == "gemm":
             count = round(ms / self.unit_ms)
-            return self.gemms(count), count * self.unit_ms
+            return Gemms(count), count * self.unit_ms
         cycles = int(SPIN_CYCLES * ms / self.unit_ms)
-        return (lambda: torch.cuda._sleep(cycles)), cycles / SPIN_CYCLES * self.unit_ms
+        return Spin(cycles), cycles / SPIN_CYCLES * self.unit_ms
 
 
 @pytest.fixture(scope="module")

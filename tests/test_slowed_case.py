@@ -1,8 +1,9 @@
-"""studies/slowed_case.py: the extra work runs once an iteration, also where the case has no optimizer;
-the unslowed control makes exactly the case's own calls."""
+"""studies/slowed_case.py: the extra work runs once an iteration, also where the case has no optimizer, and
+reaches a data-parallel case's ranks; the unslowed control makes exactly the case's own calls."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import torch
 from trainperf import host_work, steps
 from trainperf.phases import phase_marker
 
-from studies.slowed_case import Slowed, workload_for
+from studies.slowed_case import BusyWait, Gemms, HostOps, Slowed, Spin, workload_for
 from studies.study_cases import find_case
 
 CPU = torch.device("cpu")
@@ -51,3 +52,11 @@ def test_the_unslowed_control_counts_the_cases_own_calls_and_a_slowed_run_more()
     own = step_calls(ladder.workload, "transpose/torch")
     assert step_calls(workload_for(ladder.workload, 0.0, lambda: None), "transpose/torch") == own
     assert step_calls(workload_for(ladder.workload, 0.1, lambda: None), "transpose/torch") > own
+
+
+def test_a_slowed_data_parallel_case_reaches_its_ranks_by_pickling_with_its_work() -> None:
+    ladder, _ = find_case("gpt2_ddp/ddp_reference")
+    for work in (BusyWait(1.5), HostOps(40), Spin(1000), Gemms(3)):
+        copy = pickle.loads(pickle.dumps(Slowed(ladder.workload, work)))  # as a spawned rank receives it
+        assert copy.extra == work and copy.name == "gpt2_ddp"
+    assert extra_runs("gpt2_ddp/ddp_reference", 2) == 2  # built in a rank, it runs the work after each step
