@@ -4,8 +4,8 @@
 random labels (a broken optimization whose accuracy drops), ``extra_calls`` makes that many more calls
 in every step (more host work, of no time to tell), ``reader_calls`` makes that many calls reading
 each batch (a reader of many cheap calls, as the digits reference's), ``images`` counts its samples as images,
-``slow_once`` names a file: the build that finds it deletes it and adds 6 ms of host time to every step
-(a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError
+``slow_once`` names a file: the build that finds it deletes it and adds ``slow_once_ms`` (6 by default) of
+host time to every step (a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError
 there (a broken case), or with "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s``
 sleeps that long in its second step (a hung case), ``out_of_memory`` raises torch's out-of-memory
 error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
@@ -48,7 +48,7 @@ class Toy:
         once = optimization.options.get("slow_once")
         if once is not None and Path(once).exists():
             Path(once).unlink(missing_ok=True)  # the ranks of a data-parallel run may both find it
-            sleep_ms += 6.0
+            sleep_ms += float(optimization.options.get("slow_once_ms", 6.0))
         sleep_s = sleep_ms / 1000.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
         extra_calls = range(int(optimization.options.get("extra_calls", 0)))
