@@ -5,8 +5,8 @@ random labels (a broken optimization whose accuracy drops), ``extra_calls`` make
 in every step (more host work, of no time to tell), ``reader_calls`` makes that many calls reading
 each batch (a reader of many cheap calls, as the digits reference's), ``images`` counts its samples as images,
 ``slow_once`` names a file: the build that finds it deletes it and adds ``slow_once_ms`` (6 by default) of
-host time to every step (a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError
-there (a broken case), or with "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s``
+host time to every step (a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate")
+raises a ValueError there (a broken case), or with "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s``
 sleeps that long in its second step (a hung case), ``out_of_memory`` raises torch's out-of-memory
 error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
 ``hang_on_ranks`` sleeps there for a minute, from the second step.
