@@ -1,14 +1,14 @@
 """A toy workload for the plugin's own end-to-end tests: logistic regression on separable points.
 
-``options``: ``sleep_ms`` adds host time to every step (a slower case), ``shuffle_labels`` trains on
-random labels (a broken optimization whose accuracy drops), ``extra_calls`` makes that many more calls
-in every step (more host work, of no time to tell), ``reader_calls`` makes that many calls reading
-each batch (a reader of many cheap calls, as the digits reference's), ``images`` counts its samples as images,
-``slow_once`` names a file: the build that finds it deletes it and adds ``slow_once_ms`` (6 by default) of
-host time to every step (a case that looks slower once), ``raise_in`` ("build", "step" or "evaluate")
-raises a ValueError there (a broken case), or with "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s``
-sleeps that long in its second step (a hung case), ``out_of_memory`` raises torch's out-of-memory
-error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
+``options``: ``sleep_ms`` adds host time to every step (a slower case), and ``SETTLE_MS`` more of it,
+``shuffle_labels`` trains on random labels (a broken optimization whose accuracy drops), ``extra_calls`` makes
+that many more calls in every step (more host work, of no time to tell), ``reader_calls`` makes that many
+calls reading each batch (a reader of many cheap calls, as the digits reference's), ``images`` counts its
+samples as images, ``slow_once`` names a file: the build that finds it deletes it and adds ``slow_once_ms`` (6
+by default) of host time to every step (a case that looks slower once), ``raise_in`` ("build", "step" or
+"evaluate") raises a ValueError there (a broken case), or with "interrupt" a KeyboardInterrupt in its build
+(Ctrl-C), ``hang_s`` sleeps that long in its second step (a hung case), ``out_of_memory`` raises torch's
+out-of-memory error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
 ``hang_on_ranks`` sleeps there for a minute, from the second step.
 """
 
@@ -23,6 +23,10 @@ import torch.nn.functional as F
 from torch import nn
 from trainperf import Metric, Optimization, Training
 from trainperf.workload import Batch
+
+# A sleeping step sleeps this much longer: after a 10-ms sleep its ops ran at one of two speeds, 7% apart
+# between fresh processes on a 2-core machine, after 30 ms at one (docs/evidence/cpu-timing-noise.md)
+SETTLE_MS = 20.0
 
 
 class Toy:
@@ -49,7 +53,7 @@ class Toy:
         if once is not None and Path(once).exists():
             Path(once).unlink(missing_ok=True)  # the ranks of a data-parallel run may both find it
             sleep_ms += float(optimization.options.get("slow_once_ms", 6.0))
-        sleep_s = sleep_ms / 1000.0
+        sleep_s = (sleep_ms + SETTLE_MS) / 1000.0 if sleep_ms else 0.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
         extra_calls = range(int(optimization.options.get("extra_calls", 0)))
         reader_calls = range(int(optimization.options.get("reader_calls", 0)))
