@@ -593,7 +593,7 @@ import pytest
 from toy_workload import Toy
 from trainperf import Optimization
 
-# once slowed, far beyond what a spawn of two gloo processes moves it by (11.7-15.9 ms a step over 8 spawns)
+# once slowed far beyond what one spawn of two gloo processes differs from the next by (cpu-timing-noise.md)
 CASE = Optimization("ddp", ddp={}, options={"sleep_ms": 10.0, "slow_once": "slow-once", "slow_once_ms": 40.0})
 
 @pytest.mark.parametrize("optimization", [CASE], ids=lambda o: o.name)
