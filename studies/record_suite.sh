@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Record this GPU's baselines for test files, one pytest run per file, within SECONDS; a later call with
+# the same SINCE records only the cases not yet written (studies/unrecorded_cases.py), so a recording
+# longer than one call of a time-limited machine goes on where the last call stopped (on a fresh
+# machine too, once the file recorded so far is committed).
+#   studies/record_suite.sh NAME SECONDS SINCE TEST_FILE...
+# Records into $TRAINPERF_BASELINE_DIR (default .trust/baselines, first filled with the committed files).
+# A file is started only with more than 120 s left (one case's three runs). Puts each file's packed run
+# (ci/device_pytest.sh) and the device's baseline file in $OUT.
+set -uo pipefail
+name=$1 seconds=$2 since=$3
+shift 3
+export TRAINPERF_BASELINE_DIR=${TRAINPERF_BASELINE_DIR:-$PWD/.trust/baselines} PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+mkdir -p "$TRAINPERF_BASELINE_DIR"
+for file in baselines/*.json; do  # the committed files, once: later calls go on with what was recorded
+  [ -e "$TRAINPERF_BASELINE_DIR/$(basename "$file")" ] || cp "$file" "$TRAINPERF_BASELINE_DIR/"
+done
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
+python3 ci/gpu_check.py
+slug=$(python3 -c 'import torch; from trainperf.device import fingerprint; print(fingerprint(torch.device("cuda")).slug)')
+started=$SECONDS
+for file in "$@"; do
+  left=$((seconds - (SECONDS - started)))
+  ((left > 120)) || { echo "record_suite: stopped before $file, $seconds s spent"; break; }
+  ids=$(python3 studies/unrecorded_cases.py "$TRAINPERF_BASELINE_DIR/$slug.json" "$since" "$file")
+  [ -n "$ids" ] || { echo "record_suite: $file already recorded"; continue; }
+  label=$name-$(basename "$file" .py)
+  # shellcheck disable=SC2086  # the ids are words
+  STOP_AFTER=$left bash ci/device_pytest.sh "$label" $ids --update-baselines -q -rs
+  echo "record_suite: $file: exit $? after $((SECONDS - started)) s"
+  cp "$TRAINPERF_BASELINE_DIR/$slug.json" "$OUT/"
+done
