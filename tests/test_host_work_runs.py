@@ -9,9 +9,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # stands in for python3: notes that it started, and on SIGTERM that it was stopped, then that it wrote
-# its reports half a second later, as pytest does once interrupted
+# its reports half a second later, as pytest does once interrupted; like the plugin's handler
+# (trainperf.termination) it ignores the same stop delivered twice: timeout signals the whole group and
+# the script forwards the signal too, and under load both can arrive before the first is handled
 FAKE_PYTHON = """#!/usr/bin/env bash
-trap 'echo stopped >> "$MARK"; sleep 0.5; echo reported >> "$MARK"; exit 2' TERM
+trap 'trap "" TERM; echo stopped >> "$MARK"; sleep 0.5; echo reported >> "$MARK"; exit 2' TERM
 echo started >> "$MARK"
 sleep 60 & wait $!
 """
