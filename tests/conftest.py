@@ -48,6 +48,15 @@ def toy_suite(pytester: pytest.Pytester):
     return write
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``pytest tests -n 2`` each test runs in an xdist worker, whose PYTEST_XDIST_* variables the
+    sessions a test starts (pytester, subprocesses) would inherit and take as their own: they would
+    write ``run-gw0.json`` and leave the merge to a controller that does not exist."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--run-slow", action="store_true", help="also run the slow end-to-end sessions (marked slow; ci/check.sh does)"
