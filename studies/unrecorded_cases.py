@@ -7,7 +7,8 @@ written as soon as it finishes, so the next call records only what is left:
     [ -n "$ids" ] && pytest $ids --update-baselines
 
 SINCE is an ISO time (``2026-11-27T07:30``); an entry counts as recorded when its ``date`` is at or
-after it and it holds at least three run medians. Prints nothing when every case is recorded.
+after it and it holds the run medians the gate needs to measure its noise (``stats.MIN_RUNS``).
+Prints nothing when every case is recorded.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+
+from trainperf.stats import MIN_RUNS
 
 WORKLOAD_OF_TEST = {  # test function -> the workload name its cases are stored under
     "test_bert": "bert",
@@ -31,7 +34,6 @@ WORKLOAD_OF_TEST = {  # test function -> the workload name its cases are stored 
     "test_ddp_compiled": "gpt2_ddp_compiled",
     "test_sharded": "gpt2_xl",
 }
-RUNS = 3
 
 
 def case_key(test_id: str) -> str:
@@ -50,7 +52,7 @@ def recorded(baseline_file: Path, since: datetime) -> set[str]:
     return {
         key
         for key, entry in cases.items()
-        if datetime.fromisoformat(entry["date"]) >= since and len(entry.get("run_medians_ms", [])) >= RUNS
+        if datetime.fromisoformat(entry["date"]) >= since and len(entry.get("run_medians_ms", [])) >= MIN_RUNS
     }
 
 
