@@ -6,7 +6,8 @@
 #   studies/record_suite.sh NAME SECONDS SINCE TEST_FILE...
 # Records into $TRAINPERF_BASELINE_DIR (default .trust/baselines, first filled with the committed files).
 # A file is started only with more than 120 s left (one case's three runs). Puts each file's packed run
-# (ci/device_pytest.sh) and the device's baseline file in $OUT.
+# (ci/device_pytest.sh) and the device's baseline file in $OUT. With RECORD_DEVICE set to a baseline
+# file's name (nvidia-h100-80gb-hbm3), a machine of another GPU records nothing and exits 1.
 set -uo pipefail
 name=$1 seconds=$2 since=$3
 shift 3
@@ -18,6 +19,10 @@ done
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 python3 ci/gpu_check.py
 slug=$(python3 -c 'import torch; from trainperf.device import fingerprint; print(fingerprint(torch.device("cuda")).slug)')
+if [ -n "${RECORD_DEVICE:-}" ] && [ "$slug" != "$RECORD_DEVICE" ]; then
+  echo "record_suite: this machine's GPU is $slug, not $RECORD_DEVICE: nothing recorded" >&2
+  exit 1
+fi
 started=$SECONDS
 for file in "$@"; do
   left=$((seconds - (SECONDS - started)))
