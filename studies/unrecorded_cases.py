@@ -33,6 +33,10 @@ WORKLOAD_OF_TEST = {  # test function -> the workload name its cases are stored 
     "test_ddp": "gpt2_ddp",
     "test_ddp_compiled": "gpt2_ddp_compiled",
     "test_sharded": "gpt2_xl",
+    "test_lstm_language_model": "lstm_lm",  # the examples
+    "test_mlp_mixer": "mlp_mixer",
+    "test_hf_llama": "hf_llama",
+    "test_timm_resnet": "timm_resnet50",
 }
 
 

@@ -16,10 +16,16 @@ SINCE = "2026-11-27T07:15:00+00:00"
 
 
 def ladder_keys() -> set[str]:
-    """``workload/case`` of every case of the suite's ladders."""
+    """``workload/case`` of every case of the suite's ladders and of the examples this machine can import
+    (timm's may be missing: its tests are then not collected either)."""
+    names = [f"workloads.ladders.{path.stem}" for path in (ROOT / "workloads" / "ladders").glob("*.py")]
+    names += [f"examples.{path.stem}" for path in (ROOT / "examples").glob("*.py") if not path.stem.startswith("test_")]
     keys = set()
-    for module_file in (ROOT / "workloads" / "ladders").glob("*.py"):
-        module = importlib.import_module(f"workloads.ladders.{module_file.stem}")
+    for name in names:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
         for ladder in (value for value in vars(module).values() if isinstance(value, Ladder)):
             keys |= {f"{ladder.workload.name}/{case.name}" for case in ladder.cases}
     return keys
@@ -29,9 +35,9 @@ def entry(date: str, runs: int) -> dict[str, object]:
     return {"date": date, "run_medians_ms": [1.0] * runs}
 
 
-def test_every_suite_test_maps_to_a_case_of_its_ladder() -> None:
-    test_ids = unrecorded_cases.collected([str(ROOT / "perf_tests")])
-    assert len(test_ids) > 50
+def test_every_suite_and_example_test_maps_to_a_case_of_its_ladder() -> None:
+    test_ids = unrecorded_cases.collected([str(ROOT / "perf_tests"), str(ROOT / "examples")])
+    assert len(test_ids) > 60
     assert {unrecorded_cases.case_key(test_id) for test_id in test_ids} <= ladder_keys()
 
 
