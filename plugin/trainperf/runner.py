@@ -38,8 +38,11 @@ def run_case(spec: CaseSpec, then: Callable[[Prepared], None] | None = None) -> 
     runs after everything is measured (``--profile`` traces one more iteration there). A data-parallel
     case runs this in every process; each trains its own slice of every batch."""
     seed_everything()
-    with backend_settings(spec.optimization):
-        return _run(spec, then)
+    try:
+        with backend_settings(spec.optimization):
+            return _run(spec, then)
+    finally:  # here, not in _run: its frame would still hold the model, its optimizer and its batches
+        release_memory(spec.device)
 
 
 @dataclass
@@ -76,27 +79,23 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
     with phase("evaluate"):
         initial_metric = _evaluate(training, model, device, optimization)
     losses: list[torch.Tensor] = []
-    try:
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        with phase("warmup"):
-            warmup_s, first_step_s = warm_up(step, fetch, losses, warmup, device)
-        host_us = host_speed.dispatch_us(device)
-        clocks_before = devices.clock_state(device)
-        with phase("timed"), devices.ClockWatch(device) as watch, StealWatch() as steal:
-            samples_ms, reader_ms = timed(step, fetch, losses, iters, device)
-        peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
-        clocks_after = devices.clock_state(device)
-        with phase("evaluate"):
-            metric = _evaluate(training, model, device, optimization)
-        with phase("count"):
-            calls = host_work.calls_per_iteration(step, fetch)
-            synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
-        if then is not None:
-            then(case)
-    finally:
-        del case, fetch
-        release_memory(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    with phase("warmup"):
+        warmup_s, first_step_s = warm_up(step, fetch, losses, warmup, device)
+    host_us = host_speed.dispatch_us(device)
+    clocks_before = devices.clock_state(device)
+    with phase("timed"), devices.ClockWatch(device) as watch, StealWatch() as steal:
+        samples_ms, reader_ms = timed(step, fetch, losses, iters, device)
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    clocks_after = devices.clock_state(device)
+    with phase("evaluate"):
+        metric = _evaluate(training, model, device, optimization)
+    with phase("count"):
+        calls = host_work.calls_per_iteration(step, fetch)
+        synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
+    if then is not None:
+        then(case)
     return Measurement(
         samples_ms=samples_ms,
         reader_ms=reader_ms,

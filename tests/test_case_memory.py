@@ -1,0 +1,44 @@
+"""A finished case leaves nothing in its process: the CUDA cache is emptied only once the case's model,
+optimizer and batches are gone, so a fresh process that measures the case next has the whole GPU (on an
+80-GB H100 a parent that still cached GPT-2's stack left its child 0.5 GiB)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+import torch
+from trainperf import runner
+from trainperf.case import CaseSpec, Optimization
+
+from tests.toy_workload import Toy
+
+
+def test_the_cache_is_emptied_after_the_cases_model_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    models: list[weakref.ref[torch.nn.Module]] = []
+    alive_at_release: list[bool] = []
+    prepare_model = runner.prepare_model
+
+    def prepare_and_watch(*args: object) -> torch.nn.Module:
+        model = prepare_model(*args)  # type: ignore[arg-type]
+        models.append(weakref.ref(model))
+        return model
+
+    def release(device: torch.device) -> None:
+        gc.collect()  # as the runner's own release does first
+        alive_at_release.append(models[0]() is not None)
+
+    monkeypatch.setattr(runner, "prepare_model", prepare_and_watch)
+    monkeypatch.setattr(runner, "release_memory", release)
+    runner.run_case(CaseSpec(Toy(), Optimization("reference"), torch.device("cpu"), "tiny", 2, 5))
+    assert alive_at_release == [False]
+
+
+def test_a_case_that_raises_still_empties_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    released: list[torch.device] = []
+    monkeypatch.setattr(runner, "release_memory", released.append)
+    spec = CaseSpec(Toy(), Optimization("broken", options={"raise_in": "step"}), torch.device("cpu"), "tiny", 2, 5)
+    with pytest.raises(ValueError):
+        runner.run_case(spec)
+    assert released == [torch.device("cpu")]
