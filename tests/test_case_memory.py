@@ -1,6 +1,6 @@
-"""A finished case leaves nothing in its process: the CUDA cache is emptied only once the case's model,
-optimizer and batches are gone, so a fresh process that measures the case next has the whole GPU (on an
-80-GB H100 a parent that still cached GPT-2's stack left its child 0.5 GiB)."""
+"""A finished case leaves nothing in its process: torch.compile's code and CUDA graph trees are reset and
+the CUDA cache is emptied once the case's model, optimizer and batches are gone, so a fresh process that
+measures the case next has the whole GPU (docs/evidence/h100-suite-baselines.md)."""
 
 from __future__ import annotations
 
@@ -42,3 +42,15 @@ def test_a_case_that_raises_still_empties_the_cache(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ValueError):
         runner.run_case(spec)
     assert released == [torch.device("cpu")]
+
+
+def test_releasing_resets_what_torch_compile_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiled code and CUDA graph trees keep a compiled case's model and memory pool alive until reset."""
+    import torch._dynamo
+    import torch._inductor.cudagraph_trees
+
+    resets: list[str] = []
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: resets.append("compiled code"))
+    monkeypatch.setattr(torch._inductor.cudagraph_trees, "reset_cudagraph_trees", lambda: resets.append("graphs"))
+    runner.release_memory(torch.device("cpu"))
+    assert resets == ["compiled code", "graphs"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -135,7 +136,15 @@ def _during(watch: devices.ClockWatch, steal: StealWatch, host_us: float) -> dic
 
 
 def release_memory(device: torch.device) -> None:
-    """Free what the finished case left: unreferenced objects, then the CUDA cache."""
+    """Free what the finished case left: unreferenced objects, what torch.compile keeps (its compiled code
+    holds the model; CUDA graph trees hold their memory pool), then the CUDA cache."""
+    gc.collect()
+    if "torch._dynamo" in sys.modules:  # loaded only where something was compiled
+        torch._dynamo.reset()
+    if "torch._inductor.cudagraph_trees" in sys.modules:  # reset by torch._dynamo.reset only in newer torch
+        from torch._inductor.cudagraph_trees import reset_cudagraph_trees
+
+        reset_cudagraph_trees()
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
