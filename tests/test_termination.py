@@ -10,7 +10,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -95,8 +96,59 @@ def test_an_interrupted_wait_kills_the_child_in_its_own_group(tmp_path: Path) ->
     with pytest.raises(KeyboardInterrupt):
         run_in_own_group(argv, timeout_s=60)
     interrupt.join()
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pid_file.read_text()), 0)  # killed and waited for, not left running
+    child = int(pid_file.read_text())
+    assert _came_true(lambda: not _running(child), 30), f"the child {child} runs on after the interrupted wait"
+
+
+# a session that starts a child in a group of its own and waits for it
+SESSION = """import sys
+from trainperf.profile.process_group import run_in_own_group
+pid_file = sys.argv[1]
+run_in_own_group(["sh", "-c", f"echo $$ > {pid_file}.new && mv {pid_file}.new {pid_file}; exec sleep 60"], 60)
+"""
+
+
+@posix_only
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux tells a process its parent died")
+def test_a_session_killed_outright_takes_its_child_with_it(tmp_path: Path) -> None:
+    """SIGKILL gives the session no chance to stop its child; the group's leader does (lease BN)."""
+    pid_file = tmp_path / "pid"
+    session = subprocess.Popen([sys.executable, "-c", SESSION, str(pid_file)])
+    try:
+        assert _came_true(pid_file.exists, 60), "the child never started"
+        child = int(pid_file.read_text())
+    finally:
+        session.kill()
+        session.wait()
+    assert _came_true(lambda: not _running(child), 30), f"the child {child} runs on after its session was killed"
+
+
+def test_a_command_that_does_not_exist_fails_as_popen_would() -> None:
+    with pytest.raises(FileNotFoundError, match="no-such-profiler"):
+        run_in_own_group(["no-such-profiler", "--version"], timeout_s=60)
+
+
+def _came_true(condition: Callable[[], bool], within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's exit may wait for a reaper)."""
+    if not Path("/proc").is_dir():  # no process table to read: a zombie counts as running
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 # how `timeout` stops a script that forwards SIGTERM to the pytest it started: pytest gets it twice
