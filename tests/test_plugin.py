@@ -118,6 +118,30 @@ def test_a_case_slower_once_is_measured_again_in_a_fresh_process_and_passes(pyte
     assert "measured again" not in without.stdout.str() and "second measurement" not in without.stdout.str()
 
 
+@pytest.mark.slow
+def test_a_recording_whose_fresh_process_fails_writes_nothing_and_keeps_the_stored_entry(
+    pytester: pytest.Pytester,
+) -> None:
+    """Runs of one process agree more closely than fresh processes': a baseline of them would understate
+    the case's noise (on an H100, GPT-2's stack ran out of GPU memory in its fresh processes)."""
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", '{"build_once": "build-once"}'))
+    (pytester.path / "build-once").touch()
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=1)
+    stored = baseline_file(pytester).read_text()
+    (pytester.path / "build-once").touch()  # the test process's build finds it, the fresh processes' do not
+    result = pytester.runpytest(*BASE, "--update-baselines")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*toy/reference: not recorded: case measured in a fresh process: * (log: *child.log); a baseline's "
+            "runs must each run in a fresh process, so its stored entry stays*"
+        ]
+    )
+    assert "measured in the test process instead" not in result.stdout.str()
+    assert baseline_file(pytester).read_text() == stored
+
+
 TWO_CASES_FIRST_SLOW_ONCE = """
 import pytest
 from toy_workload import Toy

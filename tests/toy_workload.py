@@ -8,7 +8,9 @@ samples as images, ``slow_once`` names a file: the build that finds it deletes i
 by default) of host time to every step (a case that looks slower once), ``raise_in`` ("build", "step" or
 "evaluate") raises a ValueError there (a broken case), or with "interrupt" a KeyboardInterrupt in its build
 (Ctrl-C), ``hang_s`` sleeps that long in its second step (a hung case), ``out_of_memory`` raises torch's
-out-of-memory error from its third step; in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
+out-of-memory error from its third step, ``build_once`` names a file: the build that finds it deletes it, and
+a build that finds none raises a ValueError (a case that cannot be built again, as one whose fresh process
+runs out of GPU memory beside the test process); in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
 ``hang_on_ranks`` sleeps there for a minute, from the second step.
 """
 
@@ -48,6 +50,11 @@ class Toy:
         generator = torch.Generator().manual_seed(0)
         points = torch.randn(1024, 8, generator=generator)
         labels = (points @ torch.randn(8, generator=generator) > 0).long()
+        built_once = optimization.options.get("build_once")
+        if built_once is not None:
+            if not Path(built_once).exists():
+                raise ValueError(f"toy built once only: {built_once} is gone")
+            Path(built_once).unlink()
         sleep_ms = float(optimization.options.get("sleep_ms", 0.0))
         once = optimization.options.get("slow_once")
         if once is not None and Path(once).exists():
