@@ -7,7 +7,8 @@
 # Records into $TRAINPERF_BASELINE_DIR (default .trust/baselines, first filled with the committed files).
 # A file is started only with more than 120 s left (one case's three runs). Puts each file's packed run
 # (ci/device_pytest.sh) and the device's baseline file in $OUT. With RECORD_DEVICE set to a baseline
-# file's name (nvidia-h100-80gb-hbm3), a machine of another GPU records nothing and exits 1.
+# file's name (nvidia-h100-80gb-hbm3), a machine of another GPU records nothing and exits 1. A GPU that
+# another process holds, or that throttles, is waited for up to RECORD_GPU_WAIT_S (120) s; then exit 6.
 set -uo pipefail
 name=$1 seconds=$2 since=$3
 shift 3
@@ -17,7 +18,15 @@ for file in baselines/*.json; do  # the committed files, once: later calls go on
   [ -e "$TRAINPERF_BASELINE_DIR/$(basename "$file")" ] || cp "$file" "$TRAINPERF_BASELINE_DIR/"
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
-python3 ci/gpu_check.py
+waited=0  # a process left on the GPU (a killed session's child) would time beside every case recorded
+until python3 ci/gpu_check.py; do
+  if ((waited >= ${RECORD_GPU_WAIT_S:-120})); then
+    echo "record_suite: the GPU is not fit for timing after $waited s (ci/gpu_check.py above): nothing recorded" >&2
+    exit 6
+  fi
+  sleep 2
+  waited=$((waited + 2))
+done
 slug=$(python3 -c 'import torch; from trainperf.device import fingerprint; print(fingerprint(torch.device("cuda")).slug)')
 if [ -n "${RECORD_DEVICE:-}" ] && [ "$slug" != "$RECORD_DEVICE" ]; then
   echo "record_suite: this machine's GPU is $slug, not $RECORD_DEVICE: nothing recorded" >&2
