@@ -134,8 +134,8 @@ def test_a_recording_whose_fresh_process_fails_writes_nothing_and_keeps_the_stor
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*toy/reference: not recorded: case measured in a fresh process: * (log: *child.log); a baseline's "
-            "runs must each run in a fresh process, so its stored entry stays*"
+            "*toy/reference: not recorded: each of its 3 runs must be fresh: case measured in a fresh process: "
+            "* (log: *child.log)*"
         ]
     )
     assert "measured in the test process instead" not in result.stdout.str()

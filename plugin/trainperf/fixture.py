@@ -118,16 +118,12 @@ class TrainPerf:
         first = self._measure(spec)
         if runs == 1:
             return first
-        return combined([first, *(self._measure_afresh(spec, independent=True) for _ in range(runs - 1))])
+        return combined([first, *(self._measure_afresh(spec) for _ in range(runs - 1))])
 
-    def _measure_afresh(
-        self, spec: CaseSpec, reference: Optimization | None = None, independent: bool = False
-    ) -> Measurement:
+    def _measure_afresh(self, spec: CaseSpec, reference: Optimization | None = None) -> Measurement:
         """The case (or, given, its reference) measured in a fresh process; here again, with a note, if the
-        child fails, unless the run must be ``independent`` (a baseline's runs: runs in one process agree
-        more closely than runs in fresh ones, and would understate the case's noise): then the case fails
-        and its stored entry stays. A data-parallel case needs no child: each of its runs spawns its ranks
-        afresh (under a launcher, every rank trains it again alike)."""
+        child fails, unless a case takes several runs (one in this process would understate its noise). A
+        data-parallel case needs no child: each run spawns its ranks afresh (under a launcher, each rank's)."""
         if reference is None and spec.optimization.ddp is not None:
             return self._measure(spec)
         children = self.session.children
@@ -136,11 +132,8 @@ class TrainPerf:
             try:
                 return isolated.measure(children, self.nodeid, what, spec.warmup, spec.iters)
             except isolated.IsolatedRunError as error:
-                if independent:
-                    stored = self.session.stored_baseline(spec.key) is not None
-                    stays = "its stored entry stays" if stored else "none is written"
-                    why = "a baseline's runs must each run in a fresh process"
-                    pytest.fail(f"{spec.key}: not recorded: {error}; {why}, so {stays}", pytrace=False)
+                if (runs := self.session.settings.runs_per_case) > 1:  # no second measurement is taken then
+                    pytest.fail(f"{spec.key}: not recorded: each of its {runs} runs must be fresh: {error}", False)
                 self.session.note(f"{spec.key}: {error}; measured in the test process instead")
         return self._measure(spec) if reference is None else run_case(spec.but(reference))
 
