@@ -26,7 +26,7 @@ def test_the_cache_is_emptied_after_the_cases_model_is_gone(monkeypatch: pytest.
         return model
 
     def release(device: torch.device) -> None:
-        gc.collect()  # as the runner's own release does first
+        gc.collect()  # as the runner's own release does before emptying the cache
         alive_at_release.append(models[0]() is not None)
 
     monkeypatch.setattr(runner, "prepare_model", prepare_and_watch)

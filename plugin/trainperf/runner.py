@@ -138,14 +138,13 @@ def _during(watch: devices.ClockWatch, steal: StealWatch, host_us: float) -> dic
 def release_memory(device: torch.device) -> None:
     """Free what the finished case left: unreferenced objects, what torch.compile keeps (its compiled code
     holds the model; CUDA graph trees hold their memory pool), then the CUDA cache."""
-    gc.collect()
     if "torch._dynamo" in sys.modules:  # loaded only where something was compiled
         torch._dynamo.reset()
-    if "torch._inductor.cudagraph_trees" in sys.modules:  # reset by torch._dynamo.reset only in newer torch
+    if "torch._inductor.cudagraph_trees" in sys.modules:  # whether this torch's reset above does it or not
         from torch._inductor.cudagraph_trees import reset_cudagraph_trees
 
         reset_cudagraph_trees()
-    gc.collect()
+    gc.collect()  # once, after the resets: what they held is unreferenced now too
     if device.type == "cuda":
         torch.cuda.empty_cache()
 
