@@ -18,20 +18,9 @@ for file in baselines/*.json; do  # the committed files, once: later calls go on
   [ -e "$TRAINPERF_BASELINE_DIR/$(basename "$file")" ] || cp "$file" "$TRAINPERF_BASELINE_DIR/"
 done
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
-waited=0  # a process left on the GPU (a killed session's child) would time beside every case recorded
-until python3 ci/gpu_check.py; do
-  if ((waited >= ${RECORD_GPU_WAIT_S:-120})); then
-    echo "record_suite: the GPU is not fit for timing after $waited s (ci/gpu_check.py above): nothing recorded" >&2
-    exit 6
-  fi
-  sleep 2
-  waited=$((waited + 2))
-done
-slug=$(python3 -c 'import torch; from trainperf.device import fingerprint; print(fingerprint(torch.device("cuda")).slug)')
-if [ -n "${RECORD_DEVICE:-}" ] && [ "$slug" != "$RECORD_DEVICE" ]; then
-  echo "record_suite: this machine's GPU is $slug, not $RECORD_DEVICE: nothing recorded" >&2
-  exit 1
-fi
+prog=record_suite nothing="nothing recorded"
+# shellcheck source=studies/gpu_ready.sh
+source studies/gpu_ready.sh
 started=$SECONDS
 for file in "$@"; do
   left=$((seconds - (SECONDS - started)))

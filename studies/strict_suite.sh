@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One strict run of unchanged code (A/A) against the committed baselines, split over several calls of a
+# time-limited GPU machine: each call judges, file by file, the cases the run NAME has not judged yet
+# (studies/unjudged_cases.py over its run documents), so a run longer than one call goes on in the next
+# call on the same machine.
+#   studies/strict_suite.sh NAME SECONDS TEST_FILE...
+# A file is started only with more than 120 s left. Each file's pytest run is packed into
+# $OUT/NAME-FILE-HHMMSS.tar.gz (ci/device_pytest.sh); its run document stays in $TRAINPERF_REPORTS
+# (/tmp/reports) for the next call. STRICT_ARGS adds pytest arguments (--profile=ncu); RECORD_DEVICE
+# and RECORD_GPU_WAIT_S act as in studies/record_suite.sh.
+set -uo pipefail
+name=$1 seconds=$2
+shift 2
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} TRAINPERF_REPORTS=${TRAINPERF_REPORTS:-/tmp/reports}
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
+prog=strict_suite nothing="nothing judged"
+# shellcheck source=studies/gpu_ready.sh
+source studies/gpu_ready.sh
+started=$SECONDS
+for file in "$@"; do
+  left=$((seconds - (SECONDS - started)))
+  ((left > 120)) || { echo "strict_suite: stopped before $file, $seconds s spent"; break; }
+  ids=$(python3 studies/unjudged_cases.py "$TRAINPERF_REPORTS/$name-*/run.json" "$file")
+  [ -n "$ids" ] || { echo "strict_suite: $file already judged in run $name"; continue; }
+  label=$name-$(basename "$file" .py)-$(date +%H%M%S)
+  # shellcheck disable=SC2086  # the ids and STRICT_ARGS are words
+  STOP_AFTER=$left bash ci/device_pytest.sh "$label" $ids --perf-strict -q -rs ${STRICT_ARGS:-}
+  echo "strict_suite: $file: exit $? after $((SECONDS - started)) s"
+done

@@ -1,0 +1,54 @@
+"""Print the test ids of a selection that a strict run, split over several calls, has not judged yet.
+
+A strict run of the whole suite takes longer than one call of a time-limited GPU machine. Each call
+leaves run documents; the next call judges only what is left:
+
+    ids=$(python3 studies/unjudged_cases.py '/tmp/reports/aa1-*/run.json' perf_tests/test_gpt2.py)
+    [ -n "$ids" ] && pytest $ids --perf-strict
+
+A case counts as judged when a document holds its measurement, or names it as failed, errored or out
+of time. A case that waited for its second measurement when its session stopped ("unjudged") is
+judged again, and said so on standard error. Prints nothing when every case is judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import sys
+from pathlib import Path
+
+from trainperf.report import document
+
+from studies.unrecorded_cases import case_key, collected
+
+WAITING = "unjudged"  # the verdict of a case held for its second measurement when its session stopped
+
+
+def judged(paths: list[Path]) -> set[str]:
+    """The case keys the run documents ``paths`` judged; the cases they left waiting are named on stderr."""
+    done: set[str] = set()
+    for path in paths:
+        run = document.load(path)
+        done |= {case["name"] for case in run.cases}
+        for case in run.unfinished:
+            if case["verdict"] == WAITING:
+                reason = f"{case['name']} waited in {path} ({case['reason']})"
+                print(f"unjudged_cases: {reason}: judged again", file=sys.stderr)
+            else:
+                done.add(case["name"])
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("documents", help="a glob of the run's run.json files so far (quoted)")
+    parser.add_argument("selection", nargs="+")
+    args = parser.parse_args(argv)
+    done = judged(sorted(Path(path) for path in glob.glob(args.documents)))
+    print(" ".join(test_id for test_id in collected(args.selection) if case_key(test_id) not in done))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
