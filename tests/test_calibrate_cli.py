@@ -53,7 +53,10 @@ def test_each_judged_case_of_the_run_ends_its_history_with_the_runs_median(
     for name in set(before) - set(medians):
         assert after[name] == before[name]
     assert f"{len(medians)} judged case(s)" in capsys.readouterr().out
-    assert not any("history_boards" in after[name] for name in medians)  # the H100's run names no board
+    for name in medians:  # the H100's run names no board: a list kept goes on with null, none is begun
+        boards = before[name].get("history_boards")
+        expected = None if boards is None else [*boards, None][-baselines.HISTORY_RUNS :]
+        assert after[name].get("history_boards") == expected
 
 
 def test_each_judged_case_keeps_the_board_it_ran_on_beside_its_median(tmp_path: Path) -> None:
@@ -118,10 +121,11 @@ def test_a_failed_case_joins_the_history_and_a_case_with_no_baseline_check_does_
     unjudged["extra_info"]["checks"] = [c for c in unjudged["extra_info"]["checks"] if c["name"] != "baseline"]
     edited = tmp_path / "run.json"
     edited.write_text(json.dumps(document))
+    before = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
     assert cli.main(["calibrate", str(edited), "--baseline-dir", str(baseline_dir)]) == 0
     after = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
     assert baselines.history(after[failed["name"]])[-1:] == [failed["extra_info"]["summary_ms"]["median"]]
-    assert baselines.history(after[unjudged["name"]]) == []
+    assert baselines.history(after[unjudged["name"]]) == baselines.history(before[unjudged["name"]])
 
 
 def test_no_baseline_file_or_nothing_judged_is_one_line_and_writes_nothing(
