@@ -26,17 +26,21 @@ WAITING = "unjudged"  # the verdict of a case held for its second measurement wh
 
 
 def judged(paths: list[Path]) -> set[str]:
-    """The case keys the run documents ``paths`` judged; the cases they left waiting are named on stderr."""
+    """The case keys the run documents ``paths`` judged; a case they left waiting, and judged in none, is
+    named on stderr."""
     done: set[str] = set()
+    waited: dict[str, str] = {}
     for path in paths:
         run = document.load(path)
         done |= {case["name"] for case in run.cases}
         for case in run.unfinished:
             if case["verdict"] == WAITING:
-                reason = f"{case['name']} waited in {path} ({case['reason']})"
-                print(f"unjudged_cases: {reason}: judged again", file=sys.stderr)
+                waited[case["name"]] = f"waited in {path} ({case['reason']})"
             else:
                 done.add(case["name"])
+    for name, where in waited.items():
+        if name not in done:
+            print(f"unjudged_cases: {name} {where}: judged again", file=sys.stderr)
     return done
 
 

@@ -61,6 +61,19 @@ def test_a_case_judged_again_is_named(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "unjudged_cases: gpt2/tf32 waited in " in capsys.readouterr().err
 
 
+def test_a_case_that_waited_and_was_judged_in_a_later_call_is_done(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stopped_call(tmp_path / "aa1-test_gpt2-101500", 3, [("gpt2/tf32", "unjudged")])
+    run = json.loads(REAL_RUN.read_text())
+    (tmp_path / "aa1-test_gpt2-102500").mkdir()
+    (tmp_path / "aa1-test_gpt2-102500" / "run.json").write_text(json.dumps(run))
+    unjudged_cases.main([str(tmp_path / "aa1-*" / "run.json"), GPT2_FILE])
+    out, err = capsys.readouterr()
+    assert out.split() == []
+    assert "gpt2/tf32" not in err
+
+
 def test_every_call_of_the_run_counts_and_other_runs_do_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stopped_call(tmp_path / "aa1-test_gpt2-101500", 10, [])
     run = json.loads(REAL_RUN.read_text())
