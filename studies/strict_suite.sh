@@ -6,12 +6,13 @@
 #   studies/strict_suite.sh NAME SECONDS TEST_FILE...
 # A file is started only with more than 120 s left. Each file's pytest run is packed into
 # $OUT/NAME-FILE-HHMMSS.tar.gz (ci/device_pytest.sh); its run document stays in $TRAINPERF_REPORTS
-# (/tmp/reports) for the next call. STRICT_ARGS adds pytest arguments (--profile=ncu); RECORD_DEVICE
-# and RECORD_GPU_WAIT_S act as in studies/record_suite.sh.
+# (.trust/reports, which a warm machine keeps between calls) for the next call. STRICT_ARGS adds
+# pytest arguments (--profile=ncu); RECORD_DEVICE and RECORD_GPU_WAIT_S act as in
+# studies/record_suite.sh.
 set -uo pipefail
 name=$1 seconds=$2
 shift 2
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} TRAINPERF_REPORTS=${TRAINPERF_REPORTS:-/tmp/reports}
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} TRAINPERF_REPORTS=${TRAINPERF_REPORTS:-$PWD/.trust/reports}
 python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 prog=strict_suite nothing="nothing judged"
 # shellcheck source=studies/gpu_ready.sh

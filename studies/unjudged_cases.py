@@ -3,7 +3,7 @@
 A strict run of the whole suite takes longer than one call of a time-limited GPU machine. Each call
 leaves run documents; the next call judges only what is left:
 
-    ids=$(python3 studies/unjudged_cases.py '/tmp/reports/aa1-*/run.json' perf_tests/test_gpt2.py)
+    ids=$(python3 studies/unjudged_cases.py '.trust/reports/aa1-*/run.json' perf_tests/test_gpt2.py)
     [ -n "$ids" ] && pytest $ids --perf-strict
 
 A case counts as judged when a document holds its measurement, or names it as failed, errored or out
