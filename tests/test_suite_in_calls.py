@@ -23,6 +23,8 @@ case "$1" in studies/*_cases.py) echo "${LEFT:-}";; esac
 echo "$*" >> "$MARK"
 """
 
+H100 = "nvidia-h100-80gb-hbm3"  # the GPU each script is told to time on
+
 
 class Script(NamedTuple):
     args: list[str]  # its arguments before the test files
@@ -41,7 +43,7 @@ def script(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def record(
+def run_script(
     tmp_path: Path,
     slug: str,
     record_device: str,
@@ -76,27 +78,27 @@ def record(
 
 
 def test_a_machine_of_another_gpu_times_nothing_and_says_so(tmp_path: Path, script: str) -> None:
-    done = record(tmp_path, slug="nvidia-h200", record_device="nvidia-h100-80gb-hbm3", script=script)
+    done = run_script(tmp_path, slug="nvidia-h200", record_device="nvidia-h100-80gb-hbm3", script=script)
     assert done.returncode == 1
     assert f"this machine's GPU is nvidia-h200, not nvidia-h100-80gb-hbm3: {SCRIPTS[script].nothing}" in done.stderr
     assert SCRIPTS[script].selects not in (tmp_path / "mark").read_text()
 
 
 def test_the_machine_named_goes_on_to_select_the_cases_left(tmp_path: Path, script: str) -> None:
-    done = record(tmp_path, slug="nvidia-h100-80gb-hbm3", record_device="nvidia-h100-80gb-hbm3", script=script)
+    done = run_script(tmp_path, slug=H100, record_device=H100, script=script)
     assert SCRIPTS[script].nothing not in done.stderr
     assert SCRIPTS[script].selects in (tmp_path / "mark").read_text()
 
 
 def test_a_gpu_another_process_holds_times_nothing_once_the_wait_is_over(tmp_path: Path, script: str) -> None:
-    done = record(tmp_path, "nvidia-h100-80gb-hbm3", "nvidia-h100-80gb-hbm3", busy_checks=100, wait_s=0, script=script)
+    done = run_script(tmp_path, H100, H100, busy_checks=100, wait_s=0, script=script)
     assert done.returncode == 6
     assert f"the GPU is not fit for timing after 0 s (ci/gpu_check.py above): {SCRIPTS[script].nothing}" in done.stderr
     assert SCRIPTS[script].selects not in (tmp_path / "mark").read_text()
 
 
 def test_a_gpu_freed_within_the_wait_is_timed(tmp_path: Path, script: str) -> None:
-    done = record(tmp_path, "nvidia-h100-80gb-hbm3", "nvidia-h100-80gb-hbm3", busy_checks=1, wait_s=10, script=script)
+    done = run_script(tmp_path, H100, H100, busy_checks=1, wait_s=10, script=script)
     assert SCRIPTS[script].nothing not in done.stderr
     assert (tmp_path / "mark.checks").read_text().count("check") == 2
     assert SCRIPTS[script].selects in (tmp_path / "mark").read_text()
@@ -105,7 +107,7 @@ def test_a_gpu_freed_within_the_wait_is_timed(tmp_path: Path, script: str) -> No
 def test_a_strict_run_reads_its_own_documents_and_never_records(tmp_path: Path) -> None:
     """The fake study names one case left, so the strict run's pytest (under ci/device_pytest.sh) starts."""
     left = "perf_tests/test_kernels.py::test_matmul[cublas]"
-    done = record(tmp_path, "nvidia-h100-80gb-hbm3", "nvidia-h100-80gb-hbm3", script="strict_suite", left=left)
+    done = run_script(tmp_path, H100, H100, script="strict_suite", left=left)
     calls = (tmp_path / "mark").read_text()
     reports = tmp_path / "reports"
     assert f"studies/unjudged_cases.py {reports}/aa1-*/run.json perf_tests/test_kernels.py" in calls, done.stderr
