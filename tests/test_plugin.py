@@ -726,3 +726,21 @@ def test_an_interrupted_update_writes_the_cases_that_finished_and_says_so(pytest
         ["note: interrupted: the 1 case(s) that finished are written to the baselines; the others keep *"]
     )
     assert sorted(json.loads(baseline_file(pytester).read_text())["cases"]) == ["toy/reference"]
+
+
+def test_an_interrupted_run_names_the_case_it_cut_off(pytester: pytest.Pytester) -> None:
+    """A nightly stopped by Ctrl-C or a time limit must not read as a whole run with one case fewer."""
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=INTERRUPTED)
+    result = pytester.runpytest(*BASE, "--perf-report=out")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "toy/later: interrupted: the session was stopped while it ran",
+            "note: interrupted (Ctrl-C or SIGINT): the cases that finished are reported",
+        ]
+    )
+    document = json.loads((pytester.path / "out" / "run.json").read_text())
+    assert [case["name"] for case in document["benchmarks"]] == ["toy/reference"]
+    (cut_off,) = document["unfinished"]
+    assert (cut_off["name"], cut_off["verdict"]) == ("toy/later", "interrupted")

@@ -62,6 +62,9 @@ class TrainPerf:
         except pytest.fail.Exception as failure:  # out of memory, a data-parallel rank's failure
             self.session.record_unfinished(spec.key, self.nodeid, "fail", lines.first_line(failure))
             raise
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (``termination``): every report names the case cut off
+            self.session.record_unfinished(spec.key, self.nodeid, "interrupted", "the session was stopped while it ran")
+            raise
         except Exception as error:  # the test fails with its traceback; every report names the case
             reason = f"{type(error).__name__}: {lines.first_line(error)}"
             self.session.record_unfinished(spec.key, self.nodeid, "error", reason)
@@ -112,8 +115,7 @@ class TrainPerf:
 
     def _measure_runs(self, spec: CaseSpec) -> Measurement:
         """The case measured in as many independent runs as the session asks (several when recording
-        baselines: their spread is the case's run-to-run noise): here, then each further one in a fresh
-        process. A data-parallel case spawns its ranks afresh for every run."""
+        baselines: their spread is its run-to-run noise): here, then each further one in a fresh process."""
         runs = self.session.settings.runs_per_case
         first = self._measure(spec)
         if runs == 1:
@@ -138,8 +140,7 @@ class TrainPerf:
         return self._measure(spec) if reference is None else run_case(spec.but(reference))
 
     def _judged(self, spec: CaseSpec, declared: Optimization) -> CaseResult:
-        """The case measured and judged; where it looks slower, or short of its speedup, measured again
-        before it fails: at the end of the session where ``late`` allows, else at once."""
+        """The case judged; one that looks slower or short of its speedup is measured again (``_confirmed``)."""
         late = self.late
         held = None if late is None else late.take(self.nodeid, spec.key)
         if held is not None:  # this item's run at the end of the session
@@ -241,8 +242,7 @@ class TrainPerf:
         return self.session.references[slot]
 
     def _limited(self, spec: CaseSpec) -> Measurement:
-        """``run_case(spec)`` under the case's time limit: --perf-timeout, else the marker's, else
-        ``time_limit.default_limit_s``."""
+        """``run_case(spec)`` under the case's time limit: --perf-timeout, the marker's, or the default."""
         default = time_limit.default_limit_s(spec.warmup, spec.iters)
         seconds = next(x for x in (self.session.settings.timeout, self.marker_timeout, default) if x is not None)
         why = time_limit.unavailable()

@@ -184,6 +184,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         sigterm = session.config.stash.get(SIGTERM_KEY, None)
         if sigterm is not None and sigterm.received:
             lazy.session.note("stopped by SIGTERM (a time limit or the runner): the cases that finished are reported")
+        elif exitstatus == pytest.ExitCode.INTERRUPTED:
+            lazy.session.note("interrupted (Ctrl-C or SIGINT): the cases that finished are reported")
         late = session.config.pluginmanager.get_plugin(PLUGIN_NAME)
         if late is not None:
             _keep_unjudged(lazy.session, late)

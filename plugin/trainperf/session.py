@@ -198,10 +198,11 @@ class PerfSession:
         return self.entries[-1]
 
     def record_unfinished(self, key: str, nodeid: str, verdict: str, reason: str) -> None:
-        """A case that started and ended without a measurement (an error, its time limit): every report
-        lists it with its verdict and one-line reason."""
-        self.unfinished.append(_unfinished(key, nodeid, verdict, reason))
-        self.waiting.pop((key, nodeid), None)
+        """A case that started and ended without a measurement (an error, its time limit, an interrupt):
+        every report lists it with its verdict and one-line reason."""
+        first = self.waiting.pop((key, nodeid), None)  # stopped in its second measurement: keep the first's
+        why = reason if first is None else f"{reason}; first measurement: {first}"
+        self.unfinished.append(_unfinished(key, nodeid, verdict, why))
         self.save_progress()
 
     def unjudged(self) -> list[dict[str, str]]:
