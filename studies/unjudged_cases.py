@@ -7,8 +7,9 @@ leaves run documents; the next call judges only what is left:
     [ -n "$ids" ] && pytest $ids --perf-strict
 
 A case counts as judged when a document holds its measurement, or names it as failed, errored or out
-of time. A case that waited for its second measurement when its session stopped ("unjudged") is
-judged again, and said so on standard error. Prints nothing when every case is judged.
+of time. A case that waited for its second measurement when its session stopped ("unjudged"), or that
+the stop cut off ("interrupted"), is judged again, and said so on standard error. Prints nothing when
+every case is judged.
 """
 
 from __future__ import annotations
@@ -22,20 +23,22 @@ from trainperf.report import document
 
 from studies.unrecorded_cases import case_key, collected
 
-WAITING = "unjudged"  # the verdict of a case held for its second measurement when its session stopped
+# the verdicts of a case its session's stop left without a verdict: held for its second measurement, or
+# cut off while it ran
+AGAIN = ("unjudged", "interrupted")
 
 
 def judged(paths: list[Path]) -> set[str]:
-    """The case keys the run documents ``paths`` judged; a case they left waiting, and judged in none, is
-    named on stderr."""
+    """The case keys the run documents ``paths`` judged; a case they left without a verdict, and judged in
+    none, is named on stderr."""
     done: set[str] = set()
     waited: dict[str, str] = {}
     for path in paths:
         run = document.load(path)
         done |= {case["name"] for case in run.cases}
         for case in run.unfinished:
-            if case["verdict"] == WAITING:
-                waited[case["name"]] = f"waited in {path} ({case['reason']})"
+            if case["verdict"] in AGAIN:
+                waited[case["name"]] = f"{case['verdict']} in {path} ({case['reason']})"
             else:
                 done.add(case["name"])
     for name, where in waited.items():
