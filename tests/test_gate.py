@@ -124,19 +124,6 @@ def test_missing_baseline_note_or_strict_failure() -> None:
     assert strict.passed is False and "--perf-strict" in strict.message
 
 
-def test_speedup_check() -> None:
-    assert gate.speedup_check("w/c", 1.5, None).passed is None
-    assert gate.speedup_check("w/c", 1.5, 1.2).passed is True
-    below = gate.speedup_check("w/c", 1.1, 1.2)
-    assert below.passed is False and "1.10x" in below.message and "1.20x" in below.message
-
-
-def test_memory_check() -> None:
-    assert gate.memory_check("w/c", 60, 100, 0.7).passed is True
-    assert gate.memory_check("w/c", 80, 100, 0.7).passed is False
-    assert gate.memory_check("w/c", None, 100, 0.7).passed is None
-
-
 def test_verdict() -> None:
     passed = gate.Check("a", True, "")
     note = gate.Check("b", None, "")

@@ -245,6 +245,47 @@ def test_a_recording_short_of_its_speedup_keeps_its_three_runs(pytester: pytest.
     assert len(stored["cases"]["toy/variant"]["run_medians_ms"]) == 3
 
 
+SHORT_WITHIN_NOISE = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+REFERENCE = Optimization("reference", options={"sleep_ms": 10.0})
+CASES = [REFERENCE] + [
+    Optimization(name, options={"sleep_ms": 10.0}, min_speedup={"cpu": 1.5}) for name in ("noisy", "steady")
+]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization, reference=REFERENCE)
+"""
+
+
+def test_a_speedup_short_within_measured_noise_passes_beyond_it_fails(pytester: pytest.Pytester) -> None:
+    """Both variants run as fast as the reference, a third short of their 1.5x: the one whose stored runs
+    spread threefold passes with a note, the steady one fails, each message giving the noise it was held to."""
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    pytester.makepyfile(toy_workload=toy, test_toy=SHORT_WITHIN_NOISE)
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=1, failed=2)  # short, and nothing stored yet
+    path = baseline_file(pytester)
+    stored = json.loads(path.read_text())
+    for name, spread in (("reference", (1, 1, 1)), ("noisy", (1, 2, 3)), ("steady", (1, 1, 1))):
+        entry = stored["cases"][f"toy/{name}"]
+        entry["run_medians_ms"] = [entry["summary"]["median"] * factor for factor in spread]
+    path.write_text(json.dumps(stored))
+    result = pytester.runpytest(*BASE, "--perf-confirmations=0", "--perf-report=out")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*toy/steady: speedup *x over reference is below the minimum 1.50x by *%, beyond *%, the noise measured*"]
+    )
+    run = json.loads((pytester.path / "out" / "run.json").read_text())
+    (noisy,) = [case["extra_info"]["checks"] for case in run["benchmarks"] if case["name"] == "toy/noisy"]
+    (speedup,) = [check for check in noisy if check["name"] == "speedup"]
+    assert speedup["passed"] is True
+    within = r"toy/noisy: speedup \S+x over reference is below the minimum 1.50x by \S+%, within \S+%, the noise"
+    assert re.match(within, speedup["message"])
+
+
 THROTTLED = """
 import trainperf.device
 

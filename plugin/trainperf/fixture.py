@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from trainperf import gate, isolated, stats, time_limit, verdict
-from trainperf.case import REFERENCE, CaseSpec, Optimization
+from trainperf.case import REFERENCE, CaseSpec, Optimization, case_key
 from trainperf.late_confirmation import ConfirmLater, LateConfirmation
 from trainperf.measurement import Measurement, combined
 from trainperf.report import junit, lines
@@ -39,9 +39,8 @@ class TrainPerf:
         self, workload: Workload, optimization: Optimization, reference: Optimization | None = None
     ) -> CaseResult | None:
         """Train the case, gate it, record it; fails the test naming the case, figures and thresholds.
-        ``reference`` is the ladder's reference case (``Ladder.reference``), measured on demand when this
-        run has not measured it yet. In the child process of ``--profile``, trains one marked iteration
-        instead and returns None."""
+        ``reference`` is the ladder's reference case (``Ladder.reference``), measured on demand when this run
+        has not measured it yet. In the child process of ``--profile``, trains one marked iteration instead."""
         spec = self._spec(workload, optimization)
         self._skip_where_unavailable(spec)
         declared = Optimization(REFERENCE) if reference is None else reference
@@ -235,9 +234,8 @@ class TrainPerf:
         if spec.optimization.name == REFERENCE:
             self.session.references[slot] = measurement
         if slot not in self.session.references:
-            self.session.note(
-                f"{spec.workload.name}: reference case measured on demand for the speedup of {spec.optimization.name}"
-            )
+            what = f"the speedup of {spec.optimization.name}"
+            self.session.note(f"{spec.workload.name}: reference case measured on demand for {what}")
             self.session.references[slot] = self._limited(spec.but(declared))
         return self.session.references[slot]
 
@@ -268,6 +266,7 @@ class TrainPerf:
         rate = measurement.per_second(measurement.samples_per_iteration, summary.median)
         speedup = rate / reference.per_second(reference.samples_per_iteration, reference_median)
         stored, calls = session.stored_baseline(spec.key), session.stored_calls(spec.key)
+        reference_stored = session.stored_baseline(case_key(workload.name, REFERENCE))
         checks = verdict.judge(
             spec.key,
             optimization,
@@ -277,6 +276,7 @@ class TrainPerf:
             speedup,
             stored,
             calls,
+            reference_stored=reference_stored,
             device_type=spec.device.type,
             strict=session.settings.strict,
             update_baselines=session.settings.update_baselines,

@@ -242,33 +242,6 @@ def _noise_text(noise: stats.RunNoise, later: int) -> str:
     return f"noise {noise.spread:.1%} over {runs}"
 
 
-def speedup_check(case: str, speedup: float | None, minimum: float | None) -> Check:
-    """Speedup over the workload's reference case of the same run must reach the declared minimum."""
-    if minimum is None:
-        shown = "n/a" if speedup is None else f"{speedup:.2f}x"
-        return Check("speedup", None, f"{case}: speedup {shown} (no minimum declared for this device)")
-    if speedup is None:
-        return Check("speedup", False, f"{case}: no reference time to compute the speedup (minimum {minimum:.2f}x)")
-    if speedup < minimum:
-        return Check(
-            "speedup", False, f"{case}: speedup {speedup:.2f}x over reference is below the minimum {minimum:.2f}x"
-        )
-    return Check("speedup", True, f"{case}: speedup {speedup:.2f}x (minimum {minimum:.2f}x)")
-
-
-def memory_check(case: str, peak_bytes: int | None, reference_bytes: int | None, max_ratio: float | None) -> Check:
-    """For memory optimizations: peak memory at most ``max_ratio`` of the reference case's."""
-    if max_ratio is None:
-        return Check("memory", None, f"{case}: no memory target declared")
-    if peak_bytes is None or reference_bytes is None:
-        return Check("memory", None, f"{case}: peak memory not measured on this device")
-    ratio = peak_bytes / reference_bytes
-    figures = f"peak {peak_bytes / 2**20:.1f} MiB = {ratio:.2f}x reference {reference_bytes / 2**20:.1f} MiB"
-    if ratio > max_ratio:
-        return Check("memory", False, f"{case}: {figures}, above the maximum {max_ratio:.2f}x")
-    return Check("memory", True, f"{case}: {figures} (maximum {max_ratio:.2f}x)")
-
-
 def failures(checks: Sequence[Check]) -> list[Check]:
     return [check for check in checks if check.passed is False]
 

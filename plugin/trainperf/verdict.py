@@ -2,15 +2,16 @@
 
 Pure, beside ``gate.py``: a case is judged on accuracy and on time against its stored baseline, and
 where its GPU waits for the host on its host work (``host_work_gate.py``); a case other than the
-reference also on its speedup and its peak memory. Under ``--update-baselines`` a slower time or more
-host work is reported, not failed; on a throttled GPU neither the time nor the speedup is judged.
+reference also on its speedup (a shortfall within the measured noise of the case and its reference
+passes) and its peak memory. Under ``--update-baselines`` a slower time or more host work is reported,
+not failed; on a throttled GPU neither the time nor the speedup is judged.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from trainperf import gate, host_work_gate
+from trainperf import gate, host_work_gate, reference_checks
 from trainperf.case import REFERENCE, Metric, Optimization
 from trainperf.measurement import Measurement
 
@@ -25,6 +26,7 @@ def judge(
     stored: gate.Baseline | None,
     stored_calls: host_work_gate.StoredCalls | None,
     *,
+    reference_stored: gate.Baseline | None = None,
     device_type: str,
     strict: bool,
     update_baselines: bool,
@@ -69,9 +71,12 @@ def judge(
     )
     checks += [] if calls is None else [calls]
     if not is_reference:
-        checks.append(gate.speedup_check(key, speedup, optimization.min_speedup.get(device_type)))
+        noise = reference_checks.speedup_noise(stored, reference_stored, slowdown_floor(optimization))
+        checks.append(reference_checks.speedup_check(key, speedup, optimization.min_speedup.get(device_type), noise))
         ratio = optimization.max_memory_ratio.get(device_type)
-        checks.append(gate.memory_check(key, measurement.peak_memory_bytes, reference.peak_memory_bytes, ratio))
+        checks.append(
+            reference_checks.memory_check(key, measurement.peak_memory_bytes, reference.peak_memory_bytes, ratio)
+        )
     if update_baselines:
         checks = [as_note(c) if c.name in ("baseline", host_work_gate.NAME) else c for c in checks]
     unreliable = gate.clock_check(key, measurement.clocks)
