@@ -80,7 +80,7 @@ class TrainPerf:
         for name, value in junit.properties(entry).items():
             self.record_property(name, value)
         for check in result.checks:
-            if check.name == gate.UNRELIABLE:
+            if check.name == gate.UNRELIABLE or check.noted:
                 self.session.note(check.message)
         if measurement.sample_unit == "images":
             self.session.note(lines.training_log_line(entry))

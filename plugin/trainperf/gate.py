@@ -40,11 +40,13 @@ UNRELIABLE_THROTTLES = ("hardware slowdown", "software thermal slowdown", "hardw
 
 @dataclass(frozen=True)
 class Check:
-    """Outcome of one gate: ``passed`` is None when the check could not be made (a note)."""
+    """Outcome of one gate: ``passed`` is None when the check could not be made (a note). ``noted``: a
+    passed check the terminal still shows, as a speedup short of its minimum within the measured noise."""
 
     name: str
     passed: bool | None
     message: str
+    noted: bool = False
 
 
 def accuracy_check(

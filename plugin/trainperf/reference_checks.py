@@ -29,7 +29,7 @@ def speedup_check(case: str, speedup: float | None, minimum: float | None, noise
         return Check("speedup", False, short)
     shortfall = minimum / speedup - 1
     if shortfall <= noise:
-        return Check("speedup", True, f"{short} by {shortfall:.1%}, within {noise:.1%}, {_SPEEDUP_NOISE}")
+        return Check("speedup", True, f"{short} by {shortfall:.1%}, within {noise:.1%}, {_SPEEDUP_NOISE}", noted=True)
     return Check("speedup", False, f"{short} by {shortfall:.1%}, beyond {noise:.1%}, {_SPEEDUP_NOISE}")
 
 
