@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from trainperf.gate import DEFAULT_FLOOR, Baseline, Check
 
+_SPEEDUP_NOISE = "the noise measured in its and its reference's runs"  # what the speedup's bound is
+
 
 def speedup_check(case: str, speedup: float | None, minimum: float | None, noise: float | None = None) -> Check:
     """Speedup over the workload's reference case of the same run must reach the declared minimum.
@@ -31,9 +33,6 @@ def speedup_check(case: str, speedup: float | None, minimum: float | None, noise
     if shortfall <= noise:
         return Check("speedup", True, f"{short} by {shortfall:.1%}, within {noise:.1%}, {_SPEEDUP_NOISE}", noted=True)
     return Check("speedup", False, f"{short} by {shortfall:.1%}, beyond {noise:.1%}, {_SPEEDUP_NOISE}")
-
-
-_SPEEDUP_NOISE = "the noise measured in its and its reference's runs"
 
 
 def speedup_noise(case: Baseline | None, reference: Baseline | None, floor: float = DEFAULT_FLOOR) -> float | None:
