@@ -1,7 +1,7 @@
 """Detection power on a GPU: one case of the suite or of the examples made slower by extra work of
 known duration, on the GPU (GPU-bound cases) or on the host (host-bound ones).
 
-Run on a GPU machine with the baseline folder of this machine (``studies/trust_runs.sh`` records one):
+Run on a GPU machine with a baseline folder (``TRUST_RECORD=1 studies/trust_runs.sh`` records one):
 
     TRAINPERF_SLOWED_CASE=gpt2/amp_bf16 TRAINPERF_BASELINE_DIR=DIR pytest studies/slowed_case.py \
         --perf-confirmations=1000 --junitxml=J

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# A/A runs on a GPU machine: the suite run again and again against the baselines this machine recorded
-# (the first call records them with --update-baselines into $TRAINPERF_BASELINE_DIR), then optionally the
-# detection runs of studies/slowed_case.py. Packs run documents, JUnit files, logs and the baselines into
-# $OUT/NAME.tar.gz; read them with studies/trust_table.py.
+# A/A runs on a GPU machine: the suite run again and again against the baselines in
+# $TRAINPERF_BASELINE_DIR (default .trust/baselines), then optionally the detection runs of
+# studies/slowed_case.py. Packs run documents, JUnit files, logs and the baselines into $OUT/NAME.tar.gz;
+# read them with studies/trust_table.py.
 #   studies/trust_runs.sh NAME RUNS SECONDS TESTS...
+# A folder without baseline files is first filled: with TRUST_RECORD=1 by a recording of TESTS on this
+# machine (--update-baselines), else with the committed files of baselines/, so a fresh machine judges
+# against what is committed rather than recording by accident.
 # Starts no new run once SECONDS have passed. TRAINPERF_SLOWED_CASE=workload/case adds the detection runs.
 set -uo pipefail
 name=$1 runs=$2 seconds=$3
@@ -23,8 +26,13 @@ timed() {  # timed LABEL PYTEST_ARGS...: one pytest run, its log and a one-line 
   echo "$label: exit $status in $((SECONDS - begin)) s: $(tail -n 1 "$folder/$label.log")"
 }
 
-if ! compgen -G "$TRAINPERF_BASELINE_DIR/*.json" >/dev/null; then
+if compgen -G "$TRAINPERF_BASELINE_DIR/*.json" >/dev/null; then
+  echo "judged against the baselines in $TRAINPERF_BASELINE_DIR"
+elif [[ ${TRUST_RECORD:-0} == 1 ]]; then
   timed base "$@" --update-baselines --perf-report="$folder/base"
+else
+  cp baselines/*.json "$TRAINPERF_BASELINE_DIR/"
+  echo "judged against the committed baselines, copied to $TRAINPERF_BASELINE_DIR"
 fi
 for run in $(seq 1 "$runs"); do
   ((SECONDS - started < seconds)) || { echo "stopped before run $run: $seconds s spent"; break; }
