@@ -27,14 +27,14 @@ H100 = "nvidia-h100-80gb-hbm3"  # the GPU each script is told to time on
 
 
 class Script(NamedTuple):
-    args: list[str]  # its arguments before the test files
+    args: list[str]  # its arguments before the test files, SECONDS standing for its time budget
     nothing: str  # what it says it left undone
     selects: str  # the study that picks the cases left
 
 
 SCRIPTS = {
-    "record_suite": Script(["rec", "500", "2026-11-27T07:15"], "nothing recorded", "studies/unrecorded_cases.py"),
-    "strict_suite": Script(["aa1", "500"], "nothing judged", "studies/unjudged_cases.py"),
+    "record_suite": Script(["rec", "SECONDS", "2026-11-27T07:15"], "nothing recorded", "studies/unrecorded_cases.py"),
+    "strict_suite": Script(["aa1", "SECONDS"], "nothing judged", "studies/unjudged_cases.py"),
 }
 
 
@@ -51,6 +51,7 @@ def run_script(
     wait_s: int = 120,
     script: str = "record_suite",
     left: str = "",
+    seconds: str = "500",
 ) -> subprocess.CompletedProcess[str]:
     bin_dir, out, mark = tmp_path / "bin", tmp_path / "out", tmp_path / "mark"
     bin_dir.mkdir()
@@ -71,8 +72,9 @@ def run_script(
         "LEFT": left,
         "TRAINPERF_REPORTS": str(tmp_path / "reports"),
     }
+    args = [seconds if arg == "SECONDS" else arg for arg in SCRIPTS[script].args]
     return subprocess.run(
-        ["bash", str(ROOT / "studies" / f"{script}.sh"), *SCRIPTS[script].args, "perf_tests/test_kernels.py"],
+        ["bash", str(ROOT / "studies" / f"{script}.sh"), *args, "perf_tests/test_kernels.py"],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -102,6 +104,13 @@ def test_a_gpu_freed_within_the_wait_is_timed(tmp_path: Path, script: str) -> No
     assert SCRIPTS[script].nothing not in done.stderr
     assert (tmp_path / "mark.checks").read_text().count("check") == 2
     assert SCRIPTS[script].selects in (tmp_path / "mark").read_text()
+
+
+def test_the_wait_for_the_gpu_counts_against_the_time_budget(tmp_path: Path, script: str) -> None:
+    """Two busy checks, 2 s apart, leave less than a file's 120 s of a 124-s budget: no file starts."""
+    done = run_script(tmp_path, H100, H100, busy_checks=2, wait_s=10, script=script, seconds="124")
+    assert "stopped before perf_tests/test_kernels.py, 124 s spent" in done.stdout
+    assert SCRIPTS[script].selects not in (tmp_path / "mark").read_text()
 
 
 def test_a_strict_run_reads_its_own_documents_and_never_records(tmp_path: Path) -> None:
