@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A/A runs on a GPU machine: the suite run again and again against the baselines in
 # $TRAINPERF_BASELINE_DIR (default .trust/baselines), then optionally the detection runs of
-# studies/slowed_case.py. Packs run documents, JUnit files, logs and the baselines into $OUT/NAME.tar.gz;
-# read them with studies/trust_table.py.
+# studies/slowed_case.py. Packs run documents, JUnit files, logs and the baselines into $OUT/NAME.tar.gz
+# after each run; read them with studies/trust_table.py.
 #   studies/trust_runs.sh NAME RUNS SECONDS TESTS...
 # A folder without baseline files is first filled: with TRUST_RECORD=1 by a recording of TESTS on this
 # machine (--update-baselines), else with the committed files of baselines/, so a fresh machine judges
@@ -18,12 +18,18 @@ mkdir -p "$folder" "$TRAINPERF_BASELINE_DIR"
 quiet=(-p no:cacheprovider -W ignore::DeprecationWarning -q)
 started=$SECONDS
 
-timed() {  # timed LABEL PYTEST_ARGS...: one pytest run, its log and a one-line outcome
+pack() {  # what the runs left so far, with the baselines, into $OUT: a call stopped by its limit keeps them
+  rm -rf "$folder/baselines" && cp -r "$TRAINPERF_BASELINE_DIR" "$folder/baselines"
+  tar -czf "$OUT/$name.tar.gz" -C /tmp/trust --exclude='profiles' "$name"
+}
+
+timed() {  # timed LABEL PYTEST_ARGS...: one pytest run, its log and a one-line outcome, then packed
   local label=$1 begin=$SECONDS
   shift
   python3 -m pytest "${quiet[@]}" "$@" >"$folder/$label.log" 2>&1
   local status=$?
   echo "$label: exit $status in $((SECONDS - begin)) s: $(tail -n 1 "$folder/$label.log")"
+  pack
 }
 
 if compgen -G "$TRAINPERF_BASELINE_DIR/*.json" >/dev/null; then
@@ -42,5 +48,4 @@ done
 if [[ -n ${TRAINPERF_SLOWED_CASE:-} ]]; then
   timed detection studies/slowed_case.py --perf-confirmations=1000 --junitxml="$folder/detection.xml"
 fi
-cp -r "$TRAINPERF_BASELINE_DIR" "$folder/baselines"
-tar -czf "$OUT/$name.tar.gz" -C /tmp/trust --exclude='profiles' "$name"
+pack
