@@ -35,6 +35,9 @@ def test_the_run_document_carries_pytest_benchmarks_fields(run_document: Path) -
     for case in data["benchmarks"]:
         assert {"group", "name", "fullname", "params", "param", "options", "extra_info", "stats"} <= set(case)
         assert case["param"] == case["params"]["optimization"] and case["stats"]["iterations"] == 1
+    settings = data["settings"]
+    assert settings["values"]["device"] == "cpu" and settings["sources"]["device"] == "command line --perf-device"
+    assert settings["values"]["profile"] == "off" and set(settings["values"]) == set(settings["sources"])
 
 
 @pytest.mark.slow

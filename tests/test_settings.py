@@ -1,3 +1,4 @@
+import json
 import re
 from pathlib import Path
 
@@ -35,6 +36,14 @@ def test_boolean_words_from_environment() -> None:
     assert resolve(spec, environ={"TRAINPERF_STRICT": "0"}).value is False
     with pytest.raises(SettingError, match="TRAINPERF_STRICT"):
         resolve(spec, environ={"TRAINPERF_STRICT": "maybe"})
+
+
+def test_the_values_a_run_document_keeps_name_every_option_and_read_back_as_json(tmp_path: Path) -> None:
+    values = {name: resolve(spec) for name, spec in OPTIONS.items()}
+    values["profile"] = resolve(OPTIONS["profile"], cli="ncu")
+    kept = build_settings(values, tmp_path).values()
+    assert set(kept) == set(OPTIONS) and json.loads(json.dumps(kept)) == kept
+    assert kept["profile"] == "ncu" and kept["baseline_dir"] == str(tmp_path / "baselines")
 
 
 def test_relative_baseline_dir_is_taken_from_rootdir(tmp_path: Path) -> None:

@@ -75,6 +75,11 @@ class Settings:
     memory_snapshot: bool = False
     timeout: float | None = None  # seconds per in-process run of a case; None: time_limit.default_limit_s
 
+    def values(self) -> dict[str, Any]:
+        """Each option's value as the session uses it, JSON-ready (paths as text), for the run document."""
+        found = {name: getattr(self, name) for name in self.sources}
+        return {name: str(value) if isinstance(value, Path) else value for name, value in found.items()}
+
     @property
     def runs_per_case(self) -> int:
         """Independent runs of each case: 3 when recording baselines (their noise is measured), else 1."""

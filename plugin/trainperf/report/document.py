@@ -112,7 +112,12 @@ def run_document(session: PerfSession) -> dict[str, Any]:
         "datetime": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine_info": session.fingerprint.as_dict(),
         "commit_info": commit_info(),
-        "settings": {"size": session.size, "device": str(session.device), "sources": dict(session.settings.sources)},
+        "settings": {
+            "size": session.size,
+            "device": str(session.device),
+            "values": session.settings.values(),
+            "sources": dict(session.settings.sources),
+        },
         "benchmarks": list(session.entries),
         "unfinished": list(session.unfinished),
         "notes": session.notes,
