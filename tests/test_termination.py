@@ -33,6 +33,18 @@ def default_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raising KeyboardInterrupt for the test, as in a terminal, then as it was: a session started
+    in the background (``&`` in a script, nohup) inherits SIGINT ignored, and ``interrupt_main`` then
+    does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @posix_only
 def test_sigterm_becomes_an_interrupt_once_and_its_copy_is_ignored(default_sigterm: None) -> None:
     handler = SigtermAsInterrupt()
@@ -87,7 +99,7 @@ def test_the_handler_is_put_back_at_the_end(default_sigterm: None) -> None:
 
 
 @posix_only
-def test_an_interrupted_wait_kills_the_child_in_its_own_group(tmp_path: Path) -> None:
+def test_an_interrupted_wait_kills_the_child_in_its_own_group(tmp_path: Path, ctrl_c_raises: None) -> None:
     """A child in a group of its own gets no Ctrl-C from the terminal: the wait takes it down with it."""
     pid_file = tmp_path / "pid"
     argv = ["sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"]
