@@ -37,7 +37,7 @@ while read -r case on slowdown runs; do
     TRAINPERF_SLOWED_CASE=$case TRAINPERF_SLOWED_ON=$on TRAINPERF_SLOWED_HOST_WORK=ops \
       TRAINPERF_SLOWDOWNS=$slowdown TRAINPERF_SLOWED_RUNS=$chunk STOP_AFTER=$((left - 30)) \
       bash ci/device_pytest.sh "$label" studies/slowed_case.py --perf-confirmations=1000 -q \
-      --junitxml="$TRAINPERF_REPORTS/$label/detection.xml" >/dev/null
+      --junitxml="$TRAINPERF_REPORTS/$label/detection.xml" </dev/null >/dev/null  # the plan is stdin
     echo "$prog: $case at $slowdown on the $on, $chunk runs: exit $? after $SECONDS s"
     runs=$((runs - chunk))
   done

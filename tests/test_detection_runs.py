@@ -10,13 +10,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 H100 = "nvidia-h100-80gb-hbm3"
-# names the GPU when asked for its slug, prints $PLAN for the plan, notes every other call with the
-# slowed-case settings it was given
+# names the GPU when asked for its slug, prints $PLAN for the plan, notes every pytest call with the
+# slowed-case settings it was given and reads its standard input to the end, as a session may
 FAKE_PYTHON = """#!/usr/bin/env bash
 if [ "$1" = "-c" ]; then echo "$SLUG"; exit 0; fi
 case "$1" in studies/detection_plan.py) echo "plan $*" >> "$MARK"; printf '%s' "$PLAN"; exit 0;; esac
 case "$*" in *pytest*) echo "pytest $TRAINPERF_SLOWED_CASE $TRAINPERF_SLOWED_ON $TRAINPERF_SLOWDOWNS \
-$TRAINPERF_SLOWED_RUNS $TRAINPERF_SLOWED_HOST_WORK $*" >> "$MARK";; esac
+$TRAINPERF_SLOWED_RUNS $TRAINPERF_SLOWED_HOST_WORK $*" >> "$MARK"; cat > /dev/null;; esac
 exit 0
 """
 
