@@ -271,7 +271,10 @@ def test_a_speedup_short_within_measured_noise_passes_beyond_it_fails(pytester: 
     stored = json.loads(path.read_text())
     for name, spread in (("reference", (1, 1, 1)), ("noisy", (1, 2, 3)), ("steady", (1, 1, 1))):
         entry = stored["cases"][f"toy/{name}"]
-        entry["run_medians_ms"] = [entry["summary"]["median"] * factor for factor in spread]
+        median = entry["summary"]["median"]
+        entry["run_medians_ms"] = [median * factor for factor in spread]
+        # no spread within a run either: a busy host's recording must not widen the steady bound
+        entry["samples_ms"] = [median] * len(entry["samples_ms"])
     path.write_text(json.dumps(stored))
     result = pytester.runpytest(*BASE, "--perf-confirmations=0", "--perf-report=out")
     result.assert_outcomes(passed=2, failed=1)
