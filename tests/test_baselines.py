@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from trainperf import baselines
+from trainperf import baselines, locked_file
 
 
 def entry(median: float) -> dict:
@@ -101,7 +101,7 @@ def test_interrupted_write_leaves_old_file_whole(tmp_path: Path, monkeypatch: py
     def crash(*args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(baselines.os, "fsync", crash)
+    monkeypatch.setattr(locked_file.os, "fsync", crash)
     with pytest.raises(KeyboardInterrupt):
         baselines.update(path, "dev", {"w/a": entry(20.0)})
     assert path.read_text() == before

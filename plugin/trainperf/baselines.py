@@ -7,18 +7,15 @@ and two concurrent updates lose no entry.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import math
-import os
-import stat
 import statistics
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from trainperf import locked_file
 
 SCHEMA_VERSION = 1
 REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
@@ -134,11 +131,11 @@ def _is_share(value: Any) -> bool:
 def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) -> list[Change]:
     """Merge ``entries`` into the file under a lock and replace it atomically; return the changes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path):
+    with locked_file.locked(path):
         old = load(path)
         merged = {**old, **entries}
         document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": dict(sorted(merged.items()))}
-        _atomic_write(path, json.dumps(document, indent=1) + "\n")
+        locked_file.atomic_write(path, json.dumps(document, indent=1) + "\n")
     return [_change(name, old.get(name), entry) for name, entry in sorted(entries.items())]
 
 
@@ -156,7 +153,7 @@ def add_history(
     part number, goes to ``history_boards`` beside its median. A case the file does not hold is left
     out: its history starts with its recording."""
     figures = figures or {}
-    with _locked(path):
+    with locked_file.locked(path):
         cases = load(path)
         added = sorted(name for name in accepted if name in cases)
         for name in added:
@@ -169,7 +166,7 @@ def add_history(
                     cases[name][key] = [*cases[name].get(key, []), values[name]][-HISTORY_RUNS:]
         if added:
             document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": cases}
-            _atomic_write(path, json.dumps(document, indent=1) + "\n")
+            locked_file.atomic_write(path, json.dumps(document, indent=1) + "\n")
     return added
 
 
@@ -209,41 +206,6 @@ def run_medians(entry: Mapping[str, Any]) -> list[float]:
     """The median of each independent run the entry holds; an entry recorded before runs were kept apart
     holds one, the median of its samples."""
     return [float(x) for x in entry.get("run_medians_ms") or [entry["summary"]["median"]]]
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    lock_path = path.with_name(path.name + ".lock")
-    with open(lock_path, "a", encoding="utf-8") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write a temporary file beside ``path``, then rename it over ``path``, with the mode ``path`` had
-    (or that ``open()`` gives a new file: mkstemp alone would leave it readable by its owner only)."""
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-
-
-def _new_file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def runs_listed(change: Change) -> str:

@@ -1,0 +1,50 @@
+"""Files that several processes update: a lock beside the file for read-modify-write, and a write that
+replaces the file atomically, so that a crash mid-write leaves the old file whole.
+
+Pure: no torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    lock_path = path.with_name(path.name + ".lock")
+    with open(lock_path, "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write a temporary file beside ``path``, then rename it over ``path``, with the mode ``path`` had
+    (or that ``open()`` gives a new file: mkstemp alone would leave it readable by its owner only)."""
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
