@@ -3,11 +3,13 @@ import multiprocessing
 import os
 import re
 import stat
+import statistics
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 from trainperf import baselines, locked_file
 
 
@@ -29,12 +31,15 @@ def test_missing_file_loads_empty(tmp_path: Path) -> None:
 def test_update_writes_merges_and_reports_changes(tmp_path: Path) -> None:
     path = baselines.baseline_path(tmp_path, "dev")
     first = baselines.update(path, "dev", {"w/a": entry(10.0)})
-    assert first == [baselines.Change("w/a", None, 10.0, (10.0,))]
+    assert first == [baselines.Change("w/a", None, 10.0, (10.0,), new_detects=0.10)]  # one run: the fallback
     second = baselines.update(path, "dev", {"w/b": entry(5.0), "w/a": entry(11.0)})
     assert [c.case for c in second] == ["w/a", "w/b"]
     assert second[0].delta == pytest.approx(0.1)
     assert set(baselines.load(path)) == {"w/a", "w/b"}
-    assert baselines.format_changes(second) == ["w/a: 10.000 ms -> 11.000 ms (+10.0%)", "w/b: new -> 5.000 ms"]
+    assert baselines.format_changes(second) == [
+        "w/a: 10.000 ms -> 11.000 ms (+10.0%), detects 10.0% -> 10.0%",
+        "w/b: new -> 5.000 ms, detects 10.0%",
+    ]
 
 
 def test_changes_show_each_recorded_run_so_that_a_stray_run_stands_out(tmp_path: Path) -> None:
@@ -42,7 +47,9 @@ def test_changes_show_each_recorded_run_so_that_a_stray_run_stands_out(tmp_path:
     recorded = {**entry(44.0), "run_medians_ms": [70.22, 31.36, 30.35]}
     (change,) = baselines.update(path, "dev", {"r/amp": recorded})
     assert change.new_median_ms == pytest.approx(43.9767, abs=1e-4)
-    assert baselines.format_changes([change]) == ["r/amp: new -> 43.977 ms, runs 70.220, 31.360, 30.350 ms"]
+    assert baselines.format_changes([change]) == [
+        "r/amp: new -> 43.977 ms, runs 70.220, 31.360, 30.350 ms, detects 415.7%"
+    ]  # t(0.99, 2 df) 6.965 x 51.7% (the runs' spread) x sqrt(1 + 1/3): blind to all but gross slowdowns
 
 
 def test_a_re_recording_says_how_many_accepted_runs_of_its_history_it_dropped(tmp_path: Path) -> None:
@@ -54,8 +61,27 @@ def test_a_re_recording_says_how_many_accepted_runs_of_its_history_it_dropped(tm
     assert change.dropped_history_runs == 2
     assert "history_ms" not in baselines.load(path)["w/a"]
     assert baselines.format_changes([change]) == [
-        "w/a: 10.000 ms -> 10.500 ms (+5.0%); 2 accepted runs of its history dropped: "
+        "w/a: 10.000 ms -> 10.500 ms (+5.0%), detects 12.7% -> 10.0%; 2 accepted runs of its history dropped: "
         "its noise is measured from this recording until --perf-history adds nights again"
+    ]
+
+
+def recorded(run_medians: list[float], samples: list[float]) -> dict:
+    """An entry of three runs: their medians, and the same iterations in each."""
+    return {**entry(statistics.median(run_medians)), "run_medians_ms": run_medians, "samples_ms": samples * 3}
+
+
+def test_a_recording_whose_iterations_spread_widely_shows_the_slowdown_it_lets_through() -> None:
+    """Equal run medians of steady iterations judge at the floor; the same medians of iterations that spread
+    (a busy host while recording) judge far wider, and the change says so before anyone merges it."""
+    steady = recorded([10.0, 10.0, 10.0], [10.0] * 8)
+    busy = recorded([10.0, 10.0, 10.0], [8.0] * 4 + [12.0] * 4)
+    (change,) = baselines.changes_between({"w/a": steady}, {"w/a": busy})
+    assert change.old_detects == pytest.approx(0.03)
+    spread = (12.0 - 8.0) / 1.349 / 10.0  # IQR / 1.349 / median of each run's iterations
+    assert change.new_detects == pytest.approx(scipy_stats.t.ppf(0.99, 2) * spread * (4 / 3) ** 0.5)
+    assert baselines.format_changes([change]) == [
+        f"w/a: 10.000 ms -> 10.000 ms (+0.0%), runs 10.000, 10.000, 10.000 ms, detects 3.0% -> {change.new_detects:.1%}"
     ]
 
 
@@ -64,7 +90,7 @@ def test_history_added_to_an_entry_drops_nothing() -> None:
     new = {"w/a": {**entry(10.0), "history_ms": [10.2, 9.9]}}
     (change,) = baselines.changes_between(old, new)
     assert change.dropped_history_runs == 0
-    assert baselines.format_changes([change]) == ["w/a: 10.000 ms -> 10.000 ms (+0.0%)"]
+    assert baselines.format_changes([change]) == ["w/a: 10.000 ms -> 10.000 ms (+0.0%), detects 10.0% -> 12.7%"]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainperf import locked_file
+from trainperf import gate, locked_file
 
 SCHEMA_VERSION = 1
 REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
@@ -36,14 +36,17 @@ class BaselineError(Exception):
 @dataclass(frozen=True)
 class Change:
     """One case's baseline before and after an update (None when absent), with the new entry's run
-    medians (one run far from the others is what widens the case's gate) and how many accepted runs of
-    the old entry's history the new one no longer holds (its noise is measured again from its own)."""
+    medians (one run far from the others is what widens the case's gate), how many accepted runs of the
+    old entry's history the new one no longer holds (its noise is measured again from its own), and the
+    slowdown each entry lets the gate catch (``detects``): a recording on a busy host widens it."""
 
     case: str
     old_median_ms: float | None
     new_median_ms: float | None
     new_runs_ms: tuple[float, ...] = ()
     dropped_history_runs: int = 0
+    old_detects: float | None = None
+    new_detects: float | None = None
 
     @property
     def delta(self) -> float | None:
@@ -194,7 +197,25 @@ def changes_between(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[st
 def _change(name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
     runs = () if new is None else tuple(run_medians(new))
     dropped = len(history(old)) if old is not None and new is not None and not history(new) else 0
-    return Change(name, _median(old), _median(new), runs, dropped)
+    return Change(name, _median(old), _median(new), runs, dropped, detects(old), detects(new))
+
+
+def stored_baseline(entry: Mapping[str, Any]) -> gate.Baseline:
+    """The figures the gate judges a case's time by."""
+    host = entry.get("host", {})
+    return gate.Baseline(
+        [float(x) for x in entry["samples_ms"]],
+        run_medians(entry),
+        history(entry),
+        host.get("host_dispatch_us"),
+        host.get("mean_sm_clock_mhz"),
+    )
+
+
+def detects(entry: Mapping[str, Any] | None) -> float | None:
+    """The smallest slowdown the gate fails at the entry's measured noise and the default floor (a case's
+    own ``slowdown_floor`` raises it); None without an entry."""
+    return None if entry is None else stored_baseline(entry).noise().threshold
 
 
 def _median(entry: dict[str, Any] | None) -> float | None:
@@ -219,11 +240,18 @@ def format_changes(changes: list[Change]) -> list[str]:
     lines = []
     for change in changes:
         old = "new" if change.old_median_ms is None else f"{change.old_median_ms:.3f} ms"
-        new = f"{change.new_median_ms:.3f} ms"
+        new = "removed" if change.new_median_ms is None else f"{change.new_median_ms:.3f} ms"
         delta = "" if change.delta is None else f" ({change.delta:+.1%})"
         runs = f", runs {runs_listed(change)} ms" if len(change.new_runs_ms) > 1 else ""
-        lines.append(f"{change.case}: {old} -> {new}{delta}{runs}{_dropped_text(change.dropped_history_runs)}")
+        caught = f", detects {detects_listed(change)}"
+        lines.append(f"{change.case}: {old} -> {new}{delta}{runs}{caught}{_dropped_text(change.dropped_history_runs)}")
     return lines
+
+
+def detects_listed(change: Change) -> str:
+    """'3.0% -> 55.6%' (or '3.0%' for a new case): the slowdown the gate catches, before and after."""
+    new = "" if change.new_detects is None else f"{change.new_detects:.1%}"
+    return new if change.old_detects is None else f"{change.old_detects:.1%} -> {new}"
 
 
 def _dropped_text(runs: int) -> str:

@@ -13,7 +13,7 @@ from trainperf import workers
 from trainperf.baselines import BaselineError, changes_between, format_changes
 from trainperf.baselines import load as load_baselines
 from trainperf.report.baseline_changes import FILE as CHANGES_FILE
-from trainperf.report.baseline_changes import changes_markdown, write_changes
+from trainperf.report.baseline_changes import changes_document, changes_markdown, write_changes
 
 if TYPE_CHECKING:
     from trainperf.session import PerfSession
@@ -92,7 +92,7 @@ def merged_changes(before: dict[Path, dict[str, dict[str, Any]]], directory: Pat
             sections.append(changes_markdown(changes, path, device))
     if sections and report is not None:
         report.mkdir(parents=True, exist_ok=True)
-        (report / CHANGES_FILE).write_text("\n".join(sections), encoding="utf-8")
+        (report / CHANGES_FILE).write_text(changes_document(sections), encoding="utf-8")
         lines.append(f"note: baseline changes of every worker written to {report / CHANGES_FILE}")
     return lines
 

@@ -145,17 +145,7 @@ class PerfSession:
 
     def stored_baseline(self, key: str) -> gate.Baseline | None:
         entry = self.stored.get(key)
-        if entry is None:
-            return None
-        samples = [float(x) for x in entry["samples_ms"]]
-        host = entry.get("host", {})
-        return gate.Baseline(
-            samples,
-            baselines.run_medians(entry),
-            baselines.history(entry),
-            host.get("host_dispatch_us"),
-            host.get("mean_sm_clock_mhz"),
-        )
+        return None if entry is None else baselines.stored_baseline(entry)
 
     def stored_calls(self, key: str) -> host_work_gate.StoredCalls | None:
         entry = self.stored.get(key)

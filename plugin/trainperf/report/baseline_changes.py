@@ -1,5 +1,6 @@
 """``baseline-changes.md`` under --perf-report after --update-baselines: the old -> new table, ready to be a
-pull request's body."""
+pull request's body; its reviewer sees each case's run medians and the slowdown the new entry lets the
+gate catch, so that a recording on a busy host, whose noise blinds the gate, is not merged unseen."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainperf.baselines import Change, runs_listed
+from trainperf.baselines import Change, detects_listed, runs_listed
 
 FILE = "baseline-changes.md"
+DETECTS = (
+    "*detects*: the smallest slowdown the gate fails at the entry's measured noise and the default floor "
+    "(a case's own `slowdown_floor` raises it)."
+)
 
 
 def changes_markdown(changes: list[Change], baseline_file: Path, device: str) -> str:
@@ -20,6 +25,7 @@ def changes_markdown(changes: list[Change], baseline_file: Path, device: str) ->
             "new median ms": ["removed" if c.new_median_ms is None else f"{c.new_median_ms:.3f}" for c in changes],
             "change": ["" if c.delta is None else f"{c.delta:+.1%}" for c in changes],
             "runs ms": [runs_listed(c) for c in changes],
+            "detects": [detects_listed(c) for c in changes],
         }
     )
     return (
@@ -27,8 +33,13 @@ def changes_markdown(changes: list[Change], baseline_file: Path, device: str) ->
     )
 
 
+def changes_document(sections: list[str]) -> str:
+    """The file's text: each baseline file's table, then what *detects* means."""
+    return "\n".join([*sections, DETECTS]) + "\n"
+
+
 def write_changes(changes: list[Change], baseline_file: Path, device: str, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / FILE
-    path.write_text(changes_markdown(changes, baseline_file, device), encoding="utf-8")
+    path.write_text(changes_document([changes_markdown(changes, baseline_file, device)]), encoding="utf-8")
     return path
