@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainperf import gate, locked_file
+from trainperf import gate, host_work_gate, locked_file
 
 SCHEMA_VERSION = 1
 REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
@@ -209,6 +209,21 @@ def stored_baseline(entry: Mapping[str, Any]) -> gate.Baseline:
         history(entry),
         host.get("host_dispatch_us"),
         host.get("mean_sm_clock_mhz"),
+    )
+
+
+def stored_calls(entry: Mapping[str, Any]) -> host_work_gate.StoredCalls:
+    """The host calls per iteration the gate judges a case's host work by, with the GPU's busy shares."""
+    recorded = entry.get("host", {}).get("gpu_busy_share")
+    busy = [*([] if recorded is None else [recorded]), *entry.get("gpu_busy_history", [])]
+    return host_work_gate.StoredCalls(
+        entry.get("host_calls", []),
+        entry.get("host_calls_history", []),
+        busy,
+        step_recorded=entry.get("host_step_calls", []),
+        step_history=entry.get("host_step_calls_history", []),
+        torch_recorded=entry.get("host_torch_calls", []),
+        torch_history=entry.get("host_torch_calls_history", []),
     )
 
 

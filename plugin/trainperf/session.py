@@ -149,19 +149,7 @@ class PerfSession:
 
     def stored_calls(self, key: str) -> host_work_gate.StoredCalls | None:
         entry = self.stored.get(key)
-        if entry is None:
-            return None
-        recorded = entry.get("host", {}).get("gpu_busy_share")
-        busy = [*([] if recorded is None else [recorded]), *entry.get("gpu_busy_history", [])]
-        return host_work_gate.StoredCalls(
-            entry.get("host_calls", []),
-            entry.get("host_calls_history", []),
-            busy,
-            step_recorded=entry.get("host_step_calls", []),
-            step_history=entry.get("host_step_calls_history", []),
-            torch_recorded=entry.get("host_torch_calls", []),
-            torch_history=entry.get("host_torch_calls_history", []),
-        )
+        return None if entry is None else baselines.stored_calls(entry)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
