@@ -5,6 +5,7 @@ trainperf compare A.json B.json                  per-case differences from A to 
 trainperf export RUN.json --format F -o DIR      the figures for github-action-benchmark or Bencher
 trainperf summary RUN.json                       a GitHub Actions job summary (Markdown) on stdout
 trainperf calibrate RUN.json [RUN.json ...]      add the runs' judged medians to the baselines' history
+trainperf noise BASELINE.json                    per case: its measured noise and the slowdown it catches
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainperf import baselines
+from trainperf import baselines, gate
 from trainperf.baselines import BaselineError
 from trainperf.report import exports
 from trainperf.report.calibration import judged_figures, judged_medians
@@ -59,8 +60,15 @@ def _run(argv: Sequence[str] | None) -> int:
         "--baseline-dir", type=Path, default=Path(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines")),
         help="folder of the per-device baseline files (default: $TRAINPERF_BASELINE_DIR or baselines)",
     )  # fmt: skip
+    noise = commands.add_parser(
+        "noise", help="print per case of a baseline file its measured noise and the slowdown the gate catches"
+    )
+    noise.add_argument("baseline", type=Path, help="a per-device baseline file (baselines/<device>.json)")
+    noise.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text")
     args = parser.parse_args(argv)
     try:
+        if args.command == "noise":
+            return _noise(args.baseline, args.only)
         if args.command == "summary":
             from trainperf.report.job_summary import render
 
@@ -137,6 +145,19 @@ def _calibrate(documents: list[RunDocument], directory: Path) -> int:
         if not added:
             raise RunDocumentError(f"{document.path}: no case's time was judged against a baseline in {path}")
         print(f"trainperf: {len(added)} judged case(s) of {document.path} added to the history in {path}")
+    return 0
+
+
+def _noise(path: Path, only: str) -> int:
+    from trainperf.report.noise_table import noise_frame, render
+
+    if not path.is_file():
+        raise BaselineError(f"{path}: no such baseline file")
+    cases = {name: entry for name, entry in baselines.load(path).items() if only in name}
+    if not cases:
+        raise BaselineError(f"{path}: no case" + (f" whose name contains {only!r}" if only else ""))
+    print(f"{path}: {len(cases)} case(s), the gate's default floor {gate.DEFAULT_FLOOR:.0%} (a case's own raises it)")
+    print(render(noise_frame(cases)))
     return 0
 
 

@@ -1,0 +1,58 @@
+"""``trainperf noise``: what each case of a baseline file lets the gate catch, read before any run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from trainperf import cli
+from trainperf.report.noise_table import noise_frame
+
+H100 = Path(__file__).parent.parent / "baselines" / "nvidia-h100-80gb-hbm3.json"
+
+
+def entry(run_medians: list[float], samples: list[float], busy: float | None = None) -> dict:
+    host = {} if busy is None else {"gpu_busy_share": busy}
+    return {"samples_ms": samples, "summary": {"median": run_medians[0]}, "run_medians_ms": run_medians, "host": host}
+
+
+def test_each_case_says_what_set_its_threshold_widest_first() -> None:
+    cases = {
+        "w/steady": entry([10.0, 10.0, 10.0], [10.0] * 9, busy=0.99),
+        "w/one_run": entry([10.0], [10.0] * 3, busy=0.99),
+        "w/runs_apart": entry([10.0, 11.0, 12.0], [10.0] * 3 + [11.0] * 3 + [12.0] * 3, busy=0.99),
+        "w/busy_host": entry([10.0, 10.0, 10.0], ([8.0] * 4 + [12.0] * 4) * 3, busy=0.5),
+    }
+    cases["w/busy_host"]["host_calls"] = [1200, 1200, 1200]  # counted in each run, the same count
+    frame = noise_frame(cases)
+    assert list(frame["case"]) == ["w/busy_host", "w/runs_apart", "w/one_run", "w/steady"]
+    assert list(frame["set by"]) == [
+        "iterations within a run",
+        "run medians",
+        "fallback: fewer than 3 runs",
+        "floor",
+    ]
+    assert frame["detects"][0] == pytest.approx(6.965 * (4 / 1.349 / 10) * (4 / 3) ** 0.5, rel=1e-3)  # IQR 8-12 ms
+    assert frame["detects"].tolist()[2:] == [pytest.approx(0.10), pytest.approx(0.03)]
+    assert frame["detects"][1] == pytest.approx(6.965 * 0.0909 * (4 / 3) ** 0.5, rel=1e-3)  # t(0.99, 2) x stdev
+    assert frame["host work"].isna().tolist() == [False, True, True, True]  # only the case whose GPU waited
+    assert frame["host work"][0] == pytest.approx(0.03)  # three equal counts: the floor
+
+
+def test_the_committed_h100_file_shows_its_blind_cases_first(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["noise", str(H100)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{H100}: 70 case(s), the gate's default floor 3% (a case's own raises it)"
+    assert lines[1].split()[:3] == ["case", "runs", "accepted"] and len(lines) == 2 + 70
+    widest, narrowest = lines[2].split(), lines[-1].split()
+    assert float(widest[6].rstrip("%")) > 50 and widest[-1] == "+3.0%"  # launch-bound: its host work is judged
+    assert narrowest[6] == "3.0%" and narrowest[7] == "floor"
+
+
+def test_a_missing_file_or_a_selection_of_no_case_is_one_line(tmp_path: Path, capsys) -> None:
+    assert cli.main(["noise", str(tmp_path / "none.json")]) == 2
+    assert capsys.readouterr().err == f"trainperf: {tmp_path / 'none.json'}: no such baseline file\n"
+    assert cli.main(["noise", str(H100), "-k", "no_such_case"]) == 2
+    assert capsys.readouterr().err == f"trainperf: {H100}: no case whose name contains 'no_such_case'\n"
+    assert cli.main(["noise", str(H100), "-k", "digits/amp"]) == 0
+    assert "digits/amp_bf16" in capsys.readouterr().out
