@@ -319,3 +319,8 @@ def test_changes_between_two_loads_name_new_changed_and_removed_cases() -> None:
         ("w/gone", 1.0, None),
         ("w/new", None, 2.0),
     ]
+    assert baselines.format_changes(changes) == [
+        "w/a: 10.000 ms -> 11.000 ms (+10.0%), detects 10.0% -> 10.0%",
+        "w/gone: 1.000 ms -> removed",
+        "w/new: new -> 2.000 ms, detects 10.0%",
+    ]

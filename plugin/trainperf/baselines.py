@@ -258,14 +258,17 @@ def format_changes(changes: list[Change]) -> list[str]:
         new = "removed" if change.new_median_ms is None else f"{change.new_median_ms:.3f} ms"
         delta = "" if change.delta is None else f" ({change.delta:+.1%})"
         runs = f", runs {runs_listed(change)} ms" if len(change.new_runs_ms) > 1 else ""
-        caught = f", detects {detects_listed(change)}"
+        caught = f", detects {detects_listed(change)}" if change.new_detects is not None else ""
         lines.append(f"{change.case}: {old} -> {new}{delta}{runs}{caught}{_dropped_text(change.dropped_history_runs)}")
     return lines
 
 
 def detects_listed(change: Change) -> str:
-    """'3.0% -> 55.6%' (or '3.0%' for a new case): the slowdown the gate catches, before and after."""
-    new = "" if change.new_detects is None else f"{change.new_detects:.1%}"
+    """'3.0% -> 55.6%' (or '3.0%' for a new case, '' for a removed one): the slowdown the gate catches,
+    before and after."""
+    if change.new_detects is None:
+        return ""
+    new = f"{change.new_detects:.1%}"
     return new if change.old_detects is None else f"{change.old_detects:.1%} -> {new}"
 
 
