@@ -18,10 +18,10 @@ from trainperf import baselines, gate, host_work_gate, stats
 
 
 def noise_frame(cases: Mapping[str, Mapping[str, Any]], floor: float = gate.DEFAULT_FLOOR) -> pd.DataFrame:
-    """One row per case, widest ``detects`` first: the runs recorded and accepted since, their center, the
-    run medians' and the iterations' spread, the slowdown the gate fails and what set it."""
+    """One row per case, widest ``detects`` first (the cases the gate protects least): the runs recorded
+    and accepted since, their center, the run medians' and the iterations' spread, the slowdown the gate
+    fails, what set it, and the rise in host calls it fails where it judges them."""
     rows = [_row(name, entry, floor) for name, entry in cases.items()]
-    # widest first: the cases the gate protects least
     columns = [
         "case", "runs", "accepted", "center ms", "run spread", "iteration spread", "detects", "set by", "host work",
     ]  # fmt: skip
