@@ -4,8 +4,9 @@
 
 LEASE names the machine the runs were measured on. The columns are the committed table's: ``got`` is
 the judged median against the baseline (the second measurement's where a catch was measured again),
-``measured_again`` whether a second measurement upheld the catch. Without ``--append`` the rows go to
-standard output, with the header.
+``caught_by`` which checks failed it (``time``, ``host work``, ``time and host work`` or ``none``),
+``measured_again`` whether a second measurement upheld the time's catch (host work is counted, not
+timed). Without ``--append`` the rows go to standard output, with the header.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ COLUMNS = [
     "baseline_ms",
     "got",
     "caught",
+    "caught_by",
     "measured_again",
 ]
 

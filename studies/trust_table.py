@@ -24,6 +24,7 @@ from trainperf import baselines, stats
 from trainperf.report import document
 
 CAUGHT = "slower than baseline"
+CAUGHT_BY_HOST_WORK = "more host work than baseline"  # the host-work check of a case that waits for the host
 UPHELD = "(first measurement:"  # a failure the gate measured again before failing it
 
 
@@ -86,10 +87,17 @@ def aa_table(runs: pd.DataFrame, committed: dict[str, float]) -> pd.DataFrame:
     return table
 
 
+def caught_by(message: str) -> str:
+    """Which of the gate's checks failed a slowed run, from its failure ``message``."""
+    checks = [name for name, text in (("time", CAUGHT), ("host work", CAUGHT_BY_HOST_WORK)) if text in message]
+    return " and ".join(checks) or "none"
+
+
 def detection_runs(paths: Iterable[Path]) -> pd.DataFrame:
     """One row per measured run of ``studies/slowed_case.py`` in the JUnit files ``paths``: its test,
     case, slowdown, extra work per iteration, median against the baseline (``got``), whether the gate
-    caught it and whether a second measurement upheld the catch."""
+    caught it, by which checks (its time, its host work or both), and whether a second measurement
+    upheld the time's catch."""
     rows = []
     for path in paths:
         for case in ElementTree.parse(path).getroot().iter("testcase"):
@@ -109,9 +117,10 @@ def detection_runs(paths: Iterable[Path]) -> pd.DataFrame:
                     "median_ms": median_ms,
                     "baseline_ms": baseline_ms,
                     "got": median_ms / baseline_ms - 1,
-                    "caught": CAUGHT in message,
+                    "caught": caught_by(message) != "none",
+                    "caught_by": caught_by(message),
                     "upheld": CAUGHT in message and UPHELD in message,
-                    "other_failure": bool(message) and CAUGHT not in message,
+                    "other_failure": bool(message) and caught_by(message) == "none",
                 }
             )
     return pd.DataFrame(rows)
@@ -134,6 +143,7 @@ def detection_table(folders: list[Path]) -> pd.DataFrame:
         got_max=("got", "max"),
         vs_unslowed=("vs_unslowed", "median"),
         caught=("caught", "sum"),
+        by_host_work=("caught_by", lambda by: by.str.contains("host work").sum()),
         upheld=("upheld", "sum"),
         other_failures=("other_failure", "sum"),
     )

@@ -1,5 +1,6 @@
 """The detection study's JUnit files, read into the rows of the committed detection table: JUnit
-captured on an H200 (lease N of docs/evidence/h200-detection.md)."""
+captured on an H200 (lease N of docs/evidence/h200-detection.md) and an H100 (lease CE of
+docs/evidence/h100-detection.md)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from studies.trust_table import detection_runs
 DATA = Path(__file__).parent / "data"
 GEMM = DATA / "h200_stack_fp8_gemm.detection.xml"  # 2 runs unslowed, 2 with 7% of bf16 GEMMs
 DDP = DATA / "h200_ddp_reference.detection.xml"  # 10 runs with a 5% spin
+HOST_OPS = DATA / "h100_bert_compile_host_ops.detection.xml"  # 5 runs with 10% of tiny GPU ops added
 TABLE = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h200-detection.csv"
 
 
@@ -27,7 +29,15 @@ def test_each_run_is_a_row_with_its_verdict_and_whether_a_second_measurement_uph
     ddp = runs[runs["case"] == "gpt2_ddp/reference"]
     assert ddp["caught"].sum() == 1 and ddp["upheld"].sum() == 1
     assert not runs["other_failure"].any()
+    assert set(runs["caught_by"]) == {"time", "none"}
     assert runs["got"].tolist() == pytest.approx((runs["median_ms"] / runs["baseline_ms"] - 1).tolist())
+
+
+def test_a_run_failed_by_its_host_work_is_caught_though_its_time_passed() -> None:
+    runs = detection_runs([HOST_OPS])
+    assert len(runs) == 5 and (runs["slowdown"] == 0.1).all()
+    assert runs["caught"].all() and (runs["caught_by"] == "host work").all()
+    assert not runs["upheld"].any() and not runs["other_failure"].any()
 
 
 def test_the_rows_are_those_the_committed_table_holds_for_these_runs() -> None:
