@@ -17,6 +17,7 @@ GEMM = DATA / "h200_stack_fp8_gemm.detection.xml"  # 2 runs unslowed, 2 with 7% 
 DDP = DATA / "h200_ddp_reference.detection.xml"  # 10 runs with a 5% spin
 HOST_OPS = DATA / "h100_bert_compile_host_ops.detection.xml"  # 5 runs with 10% of tiny GPU ops added
 TABLE = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h200-detection.csv"
+H100_TABLE = TABLE.with_name("h100-detection.csv")
 
 
 def test_each_run_is_a_row_with_its_verdict_and_whether_a_second_measurement_upheld_it() -> None:
@@ -38,6 +39,12 @@ def test_a_run_failed_by_its_host_work_is_caught_though_its_time_passed() -> Non
     assert len(runs) == 5 and (runs["slowdown"] == 0.1).all()
     assert runs["caught"].all() and (runs["caught_by"] == "host work").all()
     assert not runs["upheld"].any() and not runs["other_failure"].any()
+
+
+def test_the_h100_rows_are_those_the_committed_table_holds_for_these_runs() -> None:
+    made = detection_rows.rows("CE", [HOST_OPS])
+    found = made.merge(pd.read_csv(H100_TABLE), how="left", indicator=True)
+    assert (found["_merge"] == "both").all(), found[found["_merge"] != "both"]
 
 
 def test_the_rows_are_those_the_committed_table_holds_for_these_runs() -> None:
