@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from trainperf import baselines, cli
+from trainperf.report.noise_table import noise_frame
 
 ROOT = Path(__file__).parent.parent
 RUN = Path(__file__).parent / "data" / "h100_digits_ncu.run.json"  # digits --profile=ncu on the H100
@@ -145,3 +146,16 @@ def test_no_baseline_file_or_nothing_judged_is_one_line_and_writes_nothing(
     assert cli.main(["calibrate", str(unjudged), "--baseline-dir", str(baseline_dir)]) == 2
     assert "no case's time was judged" in capsys.readouterr().err
     assert (baseline_dir / f"{SLUG}.json").read_text() == stored
+
+
+def test_each_case_whose_threshold_moved_is_printed_with_the_one_trainperf_noise_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before, after = calibrated_h200(H200_RUN, tmp_path)
+    printed = capsys.readouterr().out.splitlines()
+    old, new = noise_frame(before).set_index("case"), noise_frame(after).set_index("case")
+    moved = sorted(name for name in after if old.loc[name, "detects"] != new.loc[name, "detects"])
+    assert moved, "the captured run moves no threshold: the test would prove nothing"
+    assert printed[-len(moved) - 1].endswith(f"{len(moved)} case(s) with a new threshold")
+    for line, name in zip(printed[-len(moved) :], moved, strict=True):
+        assert line.startswith(f"  {name}: detects {old.loc[name, 'detects']:.1%} -> {new.loc[name, 'detects']:.1%}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from trainperf import cli
-from trainperf.report.noise_table import noise_frame
+from trainperf.report.noise_table import noise_frame, threshold_changes
 
 H100 = Path(__file__).parent.parent / "baselines" / "nvidia-h100-80gb-hbm3.json"
 
@@ -56,3 +56,20 @@ def test_a_missing_file_or_a_selection_of_no_case_is_one_line(tmp_path: Path, ca
     assert capsys.readouterr().err == f"trainperf: {H100}: no case whose name contains 'no_such_case'\n"
     assert cli.main(["noise", str(H100), "-k", "digits/amp"]) == 0
     assert "digits/amp_bf16" in capsys.readouterr().out
+
+
+def test_a_threshold_change_is_listed_with_its_runs_and_an_unchanged_or_removed_case_is_not() -> None:
+    before = {
+        "w/steady": entry([10.0, 10.0, 10.0], [10.0] * 9),
+        "w/widened": entry([10.0, 10.0, 10.0], [10.0] * 9),
+        "w/removed": entry([10.0, 10.0, 10.0], [10.0] * 9),
+    }
+    after = {
+        "w/steady": {**before["w/steady"], "history_ms": [10.0]},
+        "w/widened": {**before["w/widened"], "history_ms": [13.0]},
+        "w/new": entry([10.0], [10.0] * 3),
+    }
+    lines = threshold_changes(before, after)
+    assert len(lines) == 2
+    assert lines[0] == "w/new: detects - -> 10.0% (- -> 1 runs)"
+    assert lines[1].startswith("w/widened: detects 3.0% -> ") and lines[1].endswith("(3 -> 4 runs)")

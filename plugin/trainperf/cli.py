@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -131,7 +132,11 @@ def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
 
 
 def _calibrate(documents: list[RunDocument], directory: Path) -> int:
-    """Each run's judged medians into the history of its device's baseline file."""
+    """Each run's judged medians into the history of its device's baseline file; then, per file, the
+    cases whose threshold the added runs moved."""
+    from trainperf.report.noise_table import threshold_changes
+
+    before: dict[Path, dict[str, dict[str, Any]]] = {}
     for document in documents:
         slug = document.machine.get("slug")
         if not slug:
@@ -139,12 +144,17 @@ def _calibrate(documents: list[RunDocument], directory: Path) -> int:
         path = baselines.baseline_path(directory, slug)
         if not path.exists():
             raise BaselineError(f"{path}: no baseline file for {slug}; record one with --update-baselines")
+        before.setdefault(path, baselines.load(path))
         medians = judged_medians(document)
         board = document.machine.get("board_part_number")
         added = baselines.add_history(path, slug, medians, judged_figures(document), board)
         if not added:
             raise RunDocumentError(f"{document.path}: no case's time was judged against a baseline in {path}")
         print(f"trainperf: {len(added)} judged case(s) of {document.path} added to the history in {path}")
+    for path, cases in before.items():
+        changes = threshold_changes(cases, baselines.load(path))
+        print(f"trainperf: {path}: {len(changes) or 'no'} case(s) with a new threshold")
+        print("\n".join(f"  {line}" for line in changes), end="\n" if changes else "")
     return 0
 
 

@@ -2,7 +2,8 @@
 it therefore catches, before any run. A case whose recording spread widely (a busy host) or that has
 fewer than three runs shows here as the gate sees it, so that its baselines can be recorded again. A case
 whose GPU waited for the host is judged on its host calls per iteration too, which move far less than
-its time: the rise in them that fails it shows beside.
+its time: the rise in them that fails it shows beside. ``trainperf calibrate`` prints, for the cases whose
+threshold its runs moved, the threshold before and after.
 
 Pure: no torch, no pytest.
 """
@@ -75,3 +76,25 @@ def render(frame: pd.DataFrame) -> str:
         }
     )
     return shown.to_string(index=False)
+
+
+def threshold_changes(
+    before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]], floor: float = gate.DEFAULT_FLOOR
+) -> list[str]:
+    """One line per case of ``after`` whose threshold differs from ``before``'s (a case new in ``after``
+    included): its runs and the slowdown the gate fails, before and after, so that a history that widened
+    a case is seen where it was made."""
+    lines = []
+    for name in sorted(after):
+        runs, detects = _runs_and_threshold(after[name], floor)
+        old_runs, old_detects = _runs_and_threshold(before[name], floor) if name in before else (None, None)
+        if old_detects == detects:
+            continue
+        old = "-" if old_detects is None else f"{old_detects:.1%}"
+        lines.append(f"{name}: detects {old} -> {detects:.1%} ({old_runs or '-'} -> {runs} runs)")
+    return lines
+
+
+def _runs_and_threshold(entry: Mapping[str, Any], floor: float) -> tuple[int, float]:
+    stored = baselines.stored_baseline(entry)
+    return len(stored.run_medians_ms) + len(stored.history_ms), stored.noise(floor).threshold
