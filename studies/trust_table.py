@@ -106,6 +106,7 @@ def detection_runs(paths: Iterable[Path]) -> pd.DataFrame:
                 continue  # skipped, or failed before it was measured
             failure = case.find("failure")
             message = "" if failure is None else failure.get("message", "") + (failure.text or "")
+            checks = caught_by(message)
             median_ms = float(properties["trainperf_median_ms"])
             baseline_ms = float(properties["trainperf_baseline_ms"])
             rows.append(
@@ -117,10 +118,10 @@ def detection_runs(paths: Iterable[Path]) -> pd.DataFrame:
                     "median_ms": median_ms,
                     "baseline_ms": baseline_ms,
                     "got": median_ms / baseline_ms - 1,
-                    "caught": caught_by(message) != "none",
-                    "caught_by": caught_by(message),
+                    "caught": checks != "none",
+                    "caught_by": checks,
                     "upheld": CAUGHT in message and UPHELD in message,
-                    "other_failure": bool(message) and caught_by(message) == "none",
+                    "other_failure": bool(message) and checks == "none",
                 }
             )
     return pd.DataFrame(rows)
