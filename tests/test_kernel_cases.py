@@ -32,3 +32,11 @@ def test_matmul_error_is_relative_to_a_float64_product() -> None:
 def test_an_unknown_kernel_is_named() -> None:
     with pytest.raises(ValueError, match="unknown workload options"):
         run_case(CaseSpec(Transpose(), Optimization("x", options={"kernl": "naive"}), CPU, TINY, 1, 1))
+
+
+def test_a_custom_kernel_is_built_with_its_case_not_at_its_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    builds = []
+    monkeypatch.setattr("kernels.tiled_cuda.extension", lambda: builds.append("nvcc"))
+    Transpose().build(CPU, TINY, Optimization("naive", options={"kernel": "naive"}))
+    Matmul().build(CPU, TINY, Optimization("cublas", options={"kernel": "cublas"}))
+    assert builds == ["nvcc"]  # the naive transpose's extension, built before any launch; cuBLAS needs none

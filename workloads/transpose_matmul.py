@@ -18,6 +18,7 @@ import torch
 from trainperf.case import Optimization
 from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
+from kernels import tiled_cuda
 from kernels.tiled_cuda import MATMULS, TRANSPOSES
 
 
@@ -62,7 +63,11 @@ def _training(run: Callable[..., torch.Tensor], batch: Batch, evaluate: Callable
 
 
 def _kernel(table: dict[str, Any], optimization: Optimization) -> Any:
-    return table[merge_options({"kernel": "naive"}, optimization.options, optimization.name)["kernel"]]
+    """The case's kernel, its nvcc build done here: in the case's build phase, not its first evaluation."""
+    name = merge_options({"kernel": "naive"}, optimization.options, optimization.name)["kernel"]
+    if name not in tiled_cuda.BUILT_IN:
+        tiled_cuda.extension()
+    return table[name]
 
 
 class Transpose:
