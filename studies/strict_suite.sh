@@ -17,6 +17,13 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1
 prog=strict_suite nothing="nothing judged"
 # shellcheck source=studies/gpu_ready.sh
 source studies/gpu_ready.sh
+# A call on a fresh machine finds none of the run's documents (a machine keeps them only while warm): say so
+documents=$(compgen -G "$TRAINPERF_REPORTS/$name-*/run.json" | wc -l)
+if ((documents > 0)); then
+  echo "strict_suite: run $name resumes: $documents run document(s) of it in $TRAINPERF_REPORTS"
+else
+  echo "strict_suite: run $name starts: no run document of it in $TRAINPERF_REPORTS (a new run, or a fresh machine)"
+fi
 # SECONDS counts from the script's start, the install and the GPU's wait included; a file's run is
 # interrupted 30 s before the end, as pytest may take 30 s to stop and pack, so the script ends in SECONDS.
 for file in "$@"; do

@@ -123,3 +123,15 @@ def test_a_strict_run_reads_its_own_documents_and_never_records(tmp_path: Path) 
     assert f"--perf-report={reports}/aa1-test_kernels-" in calls
     assert f"{left} --perf-strict -q -rs" in calls
     assert "--update-baselines" not in calls
+
+
+def test_a_strict_run_says_whether_it_starts_or_resumes(tmp_path: Path) -> None:
+    """A call that lands on a fresh machine finds no documents of its run and starts it again: it says so."""
+    (tmp_path / "first").mkdir()
+    first = run_script(tmp_path / "first", H100, H100, script="strict_suite")
+    assert "strict_suite: run aa1 starts: no run document of it in" in first.stdout
+    earlier = tmp_path / "again" / "reports" / "aa1-test_digits-101812"
+    earlier.mkdir(parents=True)
+    (earlier / "run.json").write_text("{}")
+    again = run_script(tmp_path / "again", H100, H100, script="strict_suite")
+    assert f"strict_suite: run aa1 resumes: 1 run document(s) of it in {tmp_path / 'again' / 'reports'}" in again.stdout
