@@ -35,6 +35,8 @@ def test_each_case_says_what_set_its_threshold_widest_first() -> None:
     assert frame["detects"][0] == pytest.approx(6.965 * (4 / 1.349 / 10) * (4 / 3) ** 0.5, rel=1e-3)  # IQR 8-12 ms
     assert frame["detects"].tolist()[2:] == [pytest.approx(0.10), pytest.approx(0.03)]
     assert frame["detects"][1] == pytest.approx(6.965 * 0.0909 * (4 / 3) ** 0.5, rel=1e-3)  # t(0.99, 2) x stdev
+    assert frame["9 in 10"][1] == pytest.approx(frame["detects"][1] + 1.632 * 0.0909, rel=1e-3)  # z(0.9 ** 0.5)
+    assert frame["9 in 10"].isna().tolist() == [False, False, True, False]  # unknown without measured noise
     assert frame["host work"].isna().tolist() == [False, True, True, True]  # only the case whose GPU waited
     assert frame["host work"][0] == pytest.approx(0.03)  # three equal counts: the floor
 
@@ -46,7 +48,8 @@ def test_the_committed_h100_file_shows_its_blind_cases_first(capsys: pytest.Capt
     assert lines[1].split()[:3] == ["case", "runs", "accepted"] and len(lines) == 2 + 70
     widest, narrowest = lines[2].split(), lines[-1].split()
     assert float(widest[6].rstrip("%")) > 50 and widest[-1] == "+3.0%"  # launch-bound: its host work is judged
-    assert narrowest[6] == "3.0%" and narrowest[7] == "floor"
+    assert narrowest[6] == "3.0%" and narrowest[8] == "floor"
+    assert float(narrowest[7].rstrip("%")) > 3.0  # a slowdown at the floor is caught half the time
 
 
 def test_a_missing_file_or_a_selection_of_no_case_is_one_line(tmp_path: Path, capsys) -> None:

@@ -20,6 +20,7 @@ CONFIDENCE = 0.95
 GATE_CONFIDENCE = 0.99  # a run of unchanged code is judged slower at most 1% of the time by chance
 MIN_RUNS = 3  # run medians needed before their spread is taken as the noise
 NORMAL_IQR = 1.349  # interquartile range of a standard normal distribution, in standard deviations
+RELIABLE_POWER = 0.9  # a slowdown counts as caught reliably when caught nine times in ten
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,17 @@ def run_noise(
     t = float(_scipy_stats.t.ppf(GATE_CONFIDENCE, n - 1))
     threshold = max(floor, t * max(spread, iteration_spread) * math.sqrt(1 + 1 / n))
     return RunNoise(n, center, spread, threshold, iteration_spread)
+
+
+def reliably_caught(noise: RunNoise, power: float = RELIABLE_POWER, confirmed: bool = True) -> float | None:
+    """The slowdown caught with probability ``power``, where ``threshold`` is the one caught half the time:
+    a slowed run's median spreads about its mean as the unslowed runs' do. ``confirmed``: the second
+    measurement must exceed the threshold too, each with probability ``sqrt(power)``, as if independent
+    (measurements that move together are caught more often). None without measured noise."""
+    if noise.spread is None:
+        return None
+    each = math.sqrt(power) if confirmed else power
+    return noise.threshold + float(_scipy_stats.norm.ppf(each)) * max(noise.spread, noise.iteration_spread)
 
 
 def iteration_spread(samples_ms: Sequence[float], runs: int) -> float:
