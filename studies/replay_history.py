@@ -3,18 +3,21 @@ the history stored before it, as the gate would judge it had the runs come one a
 order. The history holds runs of the recorded code, so every run the replay fails is a false failure of
 that rule.
 
-    python studies/replay_history.py baselines/nvidia-h200.json [--iteration-floor-until K]
+    python studies/replay_history.py baselines/nvidia-h200.json [--iteration-floor-until K] [--median-center]
 
 ``--iteration-floor-until K`` replays a variant of the rule: the iterations' spread within a run stops
 counting as the least noise once K later runs are in the history, so that their measured spread alone
-decides. Prints the failures and a table per case; docs/evidence/h200-gpu-bound-noise.md holds what it
-found. A history run with fewer than ``stats.MIN_RUNS`` runs before it is judged at the fallback
-threshold alone: the replay has its median, not its iterations for Mann-Whitney U.
+decides. ``--median-center`` another: the recorded runs' median is the center, so that one recorded
+run off the others does not move it. Prints the failures and a table per case;
+docs/evidence/h200-gpu-bound-noise.md and trust.md hold what it found. A history run with fewer than
+``stats.MIN_RUNS`` runs before it is judged at the fallback threshold alone: the replay has its median,
+not its iterations for Mann-Whitney U.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,26 +30,32 @@ NEVER = sys.maxsize  # the rule as the gate has it: the iterations' spread alway
 COLUMNS = ["case", "run", "change", "threshold", "failed"]
 
 
-def replay_entry(case: str, entry: Mapping[str, Any], floor_until: int = NEVER) -> pd.DataFrame:
+def replay_entry(
+    case: str, entry: Mapping[str, Any], floor_until: int = NEVER, median_center: bool = False
+) -> pd.DataFrame:
     """One row per history run of ``entry``: its change against the recorded center, the threshold of the
     runs before it under the rule, and whether it fails."""
     recorded = baselines.run_medians(entry)
     history = baselines.history(entry)
+    least = gate.Baseline(entry["samples_ms"], recorded).iteration_spread  # the gate's least noise
+    center = statistics.median if median_center else statistics.mean
     rows = []
     for index, median in enumerate(history):
-        if index < floor_until:  # the gate's own rule, as it judges a stored baseline
-            noise = gate.Baseline(entry["samples_ms"], recorded, history[:index]).noise()
-        else:
-            noise = stats.run_noise(recorded, gate.DEFAULT_FLOOR, gate.FALLBACK_THRESHOLD, 0.0, history[:index])
+        least_noise = least if index < floor_until else 0.0
+        noise = stats.run_noise(
+            recorded, gate.DEFAULT_FLOOR, gate.FALLBACK_THRESHOLD, least_noise, history[:index], center
+        )
         change = stats.relative_change(median, noise.center_ms)
         rows.append({"case": case, "run": index, "change": change, "threshold": noise.threshold})
     frame = pd.DataFrame(rows, columns=COLUMNS[:-1])
     return frame.assign(failed=frame["change"] > frame["threshold"])
 
 
-def replay(cases: Mapping[str, Mapping[str, Any]], floor_until: int = NEVER) -> pd.DataFrame:
+def replay(
+    cases: Mapping[str, Mapping[str, Any]], floor_until: int = NEVER, median_center: bool = False
+) -> pd.DataFrame:
     """Every history run of every case, in the file's order (no rows where no case has a history)."""
-    frames = [replay_entry(case, entry, floor_until) for case, entry in cases.items()]
+    frames = [replay_entry(case, entry, floor_until, median_center) for case, entry in cases.items()]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
@@ -68,13 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("baseline_file", type=Path)
     parser.add_argument("--iteration-floor-until", type=int, default=NEVER, metavar="K")
+    parser.add_argument("--median-center", action="store_true", help="the recorded runs' median as the center")
     args = parser.parse_args(argv)
     try:
         cases = baselines.load(args.baseline_file)
     except baselines.BaselineError as error:
         print(f"replay_history: {error}", file=sys.stderr)
         return 2
-    runs = replay(cases, args.iteration_floor_until)
+    runs = replay(cases, args.iteration_floor_until, args.median_center)
     if runs.empty:
         print(f"replay_history: no case of {args.baseline_file} has a history to replay", file=sys.stderr)
         return 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from studies.replay_history import per_case, replay
 
 # Three recorded runs whose iterations spread about 2% (IQR 2.8 ms about 100 ms) while their medians
@@ -37,3 +39,13 @@ def test_a_case_without_history_is_not_judged() -> None:
 
 def test_a_file_without_cases_replays_no_run() -> None:
     assert replay({}).empty
+
+
+def test_a_median_center_leaves_one_recorded_run_off_the_others_out_of_the_center() -> None:
+    """One recorded run 5% off the two others: the mean moves with it, the median does not."""
+    skewed = {**ENTRY, "run_medians_ms": [100.0, 100.2, 105.0]}
+    by_mean, by_median = replay({"w/case": skewed}), replay({"w/case": skewed}, median_center=True)
+    assert by_median["change"].iloc[0] == pytest.approx(100.2 / 100.2 - 1)  # history[0] against the median
+    assert by_mean["change"].iloc[0] == pytest.approx(100.2 / ((100.0 + 100.2 + 105.0) / 3) - 1)
+    # the spread is taken about each center: the off run lies farther from the median, so it widens there
+    assert by_median["threshold"].iloc[0] > by_mean["threshold"].iloc[0]

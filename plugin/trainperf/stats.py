@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -131,21 +131,23 @@ def run_noise(
     fallback: float,
     iteration_spread: float = 0.0,
     history_ms: Sequence[float] = (),
+    center: Callable[[Sequence[float]], float] = statistics.mean,
 ) -> RunNoise:
     """The noise of ``run_medians_ms`` (one median per recorded run, at least one) and ``history_ms``
     (medians of runs accepted on later nights), taken as at least ``iteration_spread``. The center is
-    the recorded runs' alone: later runs widen the measured noise, they never move the baseline."""
+    the recorded runs' alone (their mean; ``center`` tries another): later runs widen the measured
+    noise, they never move the baseline."""
     if not run_medians_ms:
         raise ValueError("no run medians")
     runs = [*run_medians_ms, *history_ms]
     n = len(runs)
-    center = float(statistics.mean(run_medians_ms))  # exact, so that equal runs have no spread
+    center_ms = float(center(run_medians_ms))  # exact, so that equal runs have no spread
     if n < MIN_RUNS:
-        return RunNoise(n, center, None, max(floor, fallback), iteration_spread)
-    spread = statistics.stdev(runs, xbar=center) / center  # about the recorded center, n - 1 degrees
+        return RunNoise(n, center_ms, None, max(floor, fallback), iteration_spread)
+    spread = statistics.stdev(runs, xbar=center_ms) / center_ms  # about the recorded center, n - 1 degrees
     t = float(_scipy_stats.t.ppf(GATE_CONFIDENCE, n - 1))
     threshold = max(floor, t * max(spread, iteration_spread) * math.sqrt(1 + 1 / n))
-    return RunNoise(n, center, spread, threshold, iteration_spread)
+    return RunNoise(n, center_ms, spread, threshold, iteration_spread)
 
 
 def reliably_caught(noise: RunNoise, power: float = RELIABLE_POWER, confirmed: bool = True) -> float | None:
