@@ -4,9 +4,9 @@
 
 For each case whose GPU is busy (``studies/detection_plan.gpu_busy``), from its stored noise alone: the
 threshold it is judged at (``detects``), the slowdown caught nine times in ten (``stats.reliably_caught``)
-and the share of runs slowed by SLOWDOWN it should catch, both measurements past the threshold. A case
-whose share is under 90% cannot meet the bar by more detection runs: only less noise, or a rule that
-judges more than one measurement, would get it there. Prints the cases, least likely first.
+and the share of runs slowed by SLOWDOWN it should catch, both measurements past the threshold
+(``stats.caught_share``). A case whose share is under 90% cannot meet the bar by more detection runs:
+only less noise between runs would get it there. Prints the cases, least likely first.
 """
 
 from __future__ import annotations
@@ -18,19 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from scipy import stats as scipy_stats
 from trainperf import baselines, gate, stats
 
 from studies.detection_plan import GPU_BUSY, gpu_busy
-
-
-def caught_share(noise: stats.RunNoise, slowdown: float) -> float | None:
-    """The share of runs slowed by ``slowdown`` that fail at both measurements, as if independent."""
-    if noise.spread is None:
-        return None
-    sigma = max(noise.spread, noise.iteration_spread)
-    each = 1.0 if sigma == 0 else float(scipy_stats.norm.cdf((slowdown - noise.threshold) / sigma))
-    return each * each
 
 
 def power_frame(
@@ -42,7 +32,7 @@ def power_frame(
         if not gpu_busy(entry):
             continue
         noise = baselines.stored_baseline(entry).noise(floor)
-        rows.append([name, noise.threshold, stats.reliably_caught(noise), caught_share(noise, slowdown)])
+        rows.append([name, noise.threshold, stats.reliably_caught(noise), stats.caught_share(noise, slowdown)])
     frame = pd.DataFrame(rows, columns=["case", "detects", "9 in 10", "caught"])
     return frame.sort_values(["caught", "case"], na_position="first", ignore_index=True)
 

@@ -20,10 +20,10 @@ def entry(run_medians: list[float], busy: float) -> dict:
 
 def test_a_slowdown_at_the_threshold_is_caught_a_quarter_of_the_time_both_measurements_past_it() -> None:
     noise = stats.RunNoise(runs=10, center_ms=100.0, spread=0.01, threshold=0.05, iteration_spread=0.0)
-    assert detection_power.caught_share(noise, 0.05) == pytest.approx(0.25)
-    assert detection_power.caught_share(noise, stats.reliably_caught(noise) or 0.0) == pytest.approx(0.9)
+    assert stats.caught_share(noise, 0.05) == pytest.approx(0.25)
+    assert stats.caught_share(noise, stats.reliably_caught(noise) or 0.0) == pytest.approx(0.9)
     no_noise = stats.run_noise([10.0], floor=0.03, fallback=0.10)
-    assert detection_power.caught_share(no_noise, 0.05) is None
+    assert stats.caught_share(no_noise, 0.05) is None
 
 
 def test_only_cases_whose_gpu_is_busy_are_listed_least_likely_first() -> None:

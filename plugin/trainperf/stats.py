@@ -150,15 +150,33 @@ def run_noise(
     return RunNoise(n, center_ms, spread, threshold, iteration_spread)
 
 
+# A slowed run's median spreads about its mean as the unslowed runs' do (the larger of the run medians'
+# and the iterations' spread, as the threshold takes it). A failure needs the second measurement past the
+# threshold too: with ``confirmed`` both must be, as if independent (measurements that move together are
+# caught more often).
+
+
 def reliably_caught(noise: RunNoise, power: float = RELIABLE_POWER, confirmed: bool = True) -> float | None:
-    """The slowdown caught with probability ``power``, where ``threshold`` is the one caught half the time:
-    a slowed run's median spreads about its mean as the unslowed runs' do. ``confirmed``: the second
-    measurement must exceed the threshold too, each with probability ``sqrt(power)``, as if independent
-    (measurements that move together are caught more often). None without measured noise."""
+    """The slowdown caught with probability ``power``, where ``threshold`` is the one caught half the
+    time. None without measured noise."""
     if noise.spread is None:
         return None
     each = math.sqrt(power) if confirmed else power
     return noise.threshold + float(_scipy_stats.norm.ppf(each)) * max(noise.spread, noise.iteration_spread)
+
+
+def caught_share(noise: RunNoise, slowdown: float, confirmed: bool = True) -> float | None:
+    """The share of runs slowed by ``slowdown`` that the gate fails: ``reliably_caught`` read the other way.
+    None without measured noise."""
+    if noise.spread is None:
+        return None
+    sigma = max(noise.spread, noise.iteration_spread)
+    each = (
+        float(slowdown > noise.threshold)
+        if sigma == 0
+        else float(_scipy_stats.norm.cdf((slowdown - noise.threshold) / sigma))
+    )
+    return each * each if confirmed else each
 
 
 def iteration_spread(samples_ms: Sequence[float], runs: int) -> float:
