@@ -19,7 +19,6 @@ from trainperf.case import Optimization
 from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
 
 from kernels import tiled_cuda
-from kernels.tiled_cuda import MATMULS, TRANSPOSES
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ class Transpose:
         return TRANSPOSE_SHAPES[size].warmup, TRANSPOSE_SHAPES[size].iters
 
     def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
-        shape, run = TRANSPOSE_SHAPES[size], _kernel(TRANSPOSES, optimization)
+        shape, run = TRANSPOSE_SHAPES[size], _kernel(tiled_cuda.TRANSPOSES, optimization)
 
         def evaluate(_: Any) -> float:
             fresh = _inputs((shape.rows, shape.cols), device, seed=1)
@@ -102,7 +101,7 @@ class Matmul:
         return MATMUL_SHAPES[size].warmup, MATMUL_SHAPES[size].iters
 
     def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
-        shape, run = MATMUL_SHAPES[size], _kernel(MATMULS, optimization)
+        shape, run = MATMUL_SHAPES[size], _kernel(tiled_cuda.MATMULS, optimization)
 
         def evaluate(_: Any) -> float:
             a = _inputs((shape.rows, shape.inner), device, seed=1)
