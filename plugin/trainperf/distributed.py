@@ -178,7 +178,7 @@ def _train(spec: CaseSpec, device: torch.device, folder: Path) -> Measurement:
     figures: dict[str, Any] = {"processes": world, "backend": dist.get_backend()}
 
     def communication(case: Prepared) -> None:
-        figures.update(_comm(case, folder))
+        figures.update(_comm(case, device, folder))
 
     measurement = runner.run_case(dataclasses.replace(spec, device=device), then=communication)
     if measurement.flops_per_iteration is not None:
@@ -187,11 +187,11 @@ def _train(spec: CaseSpec, device: torch.device, folder: Path) -> Measurement:
     return measurement
 
 
-def _comm(case: Prepared, folder: Path) -> dict[str, Any]:
-    """All-reduce bus bandwidth for the case's gradients, and on a GPU the share of one traced
-    iteration's communication that ran behind computation."""
+def _comm(case: Prepared, device: torch.device, folder: Path) -> dict[str, Any]:
+    """All-reduce bus bandwidth for the case's gradients on the rank's device (not where its parameters
+    live: FSDP's CPU offload keeps them in host memory, where NCCL has no backend), and on a GPU the share
+    of one traced iteration's communication that ran behind computation."""
     parameters = [p for p in case.model.parameters() if p.requires_grad]
-    device = parameters[0].device
     figures: dict[str, Any] = {"gradient_bytes": sum(p.numel() * p.element_size() for p in parameters)}
     figures["all_reduce_busbw_gbs"] = _bus_bandwidth(sum(p.numel() for p in parameters), device)
     if device.type == "cuda":
