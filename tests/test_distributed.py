@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,14 +24,21 @@ def test_two_gloo_processes_train_the_case_and_measure_the_all_reduce() -> None:
     assert not multiprocessing.active_children()
 
 
-def test_every_failing_rank_is_named_and_no_process_outlives_the_case() -> None:
+def test_every_failing_rank_is_named_and_no_process_outlives_the_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     case = Optimization("broken", ddp={}, options={"fail_on_ranks": (0, 1)})
     with pytest.raises(distributed.DistributedError) as error:
-        distributed.run_case(CaseSpec(Toy(), case, CPU, "tiny", 2, 5))
+        distributed.run_case(CaseSpec(Toy(), case, CPU, "tiny", 2, 5), keep=tmp_path)
     message = str(error.value)
     assert "rank 0: RuntimeError: toy failure on rank 0" in message
     assert "rank 1: RuntimeError: toy failure on rank 1" in message
     assert not multiprocessing.active_children()
+    # where each rank raised is not lost with the ranks' temporary folder
+    assert f"traceback in {tmp_path / 'rank1.traceback'}" in message
+    assert "toy failure on rank 1" in (tmp_path / "rank1.traceback").read_text()
+    shown = capsys.readouterr().err
+    assert "rank 0 of 2 raised:\nTraceback" in shown and "RuntimeError: toy failure on rank 0" in shown
 
 
 @pytest.mark.slow

@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import shutil
 import socket
+import sys
 import tempfile
 import time
 import traceback
@@ -82,10 +84,25 @@ def run_case(spec: CaseSpec, keep: Path | None = None, timeout_s: float = TIMEOU
         errors = [folder / f"rank{r}.error" for r in range(world)]  # a rank stopped before it began has none
         failed = [f"rank {r}: {path.read_text().strip()}" for r, path in enumerate(errors) if _written(path)]
         if stopped or failed:
-            raise DistributedError("; ".join(failed + ([stopped] if stopped else [])))
+            kept = _show_tracebacks(folder, keep, world)
+            raise DistributedError("; ".join(failed + ([stopped] if stopped else []) + kept))
         with open(folder / "rank0.pickle", "rb") as handle:
             measurement: Measurement = pickle.load(handle)
     return measurement
+
+
+def _show_tracebacks(folder: Path, keep: Path | None, world: int) -> list[str]:
+    """The failed ranks' tracebacks on standard error (pytest shows it under the failure) and, given
+    ``keep``, copied there, as the spawned ranks' temporary folder goes with the case."""
+    shown = []
+    for rank in range(world):
+        path = folder / f"rank{rank}.traceback"
+        if path.exists():
+            print(f"rank {rank} of {world} raised:\n{path.read_text()}", file=sys.stderr)
+            if keep is not None:
+                keep.mkdir(parents=True, exist_ok=True)
+                shown.append(f"traceback in {shutil.copy(path, keep / path.name)}")
+    return shown
 
 
 def _written(path: Path) -> bool:
