@@ -13,6 +13,7 @@ from trainperf.report import document, exports
 
 H100_RUN = Path(__file__).parent / "data" / "h100_gpt2_ncu.run.json"
 H200_ADAPTERS_RUN = Path(__file__).parent / "data" / "h200_adapters.run.json"  # this version, two sample units
+CPU_EXAMPLES_RUN = Path(__file__).parent / "data" / "cpu_examples.run.json"  # with the slowdown caught 9 in 10
 # Bencher Metric Format's JSON Schema, as bencher.dev/bmf.json publishes it
 BMF_SCHEMA = {
     "type": "object",
@@ -100,3 +101,10 @@ def test_a_run_of_this_version_exports_each_unit_and_what_each_case_detects() ->
     jsonschema.validate(exports.bencher(cases), BMF_SCHEMA)
     assert {entry["unit"] for entry in bigger} == {"images/s", "tokens/s", "%"}
     assert all("detects: " in entry["extra"] for entry in smaller if entry["unit"] == "ms")
+
+
+def test_each_tooltip_gives_the_slowdown_caught_nine_times_in_ten_beside_the_threshold() -> None:
+    cases = document.load(CPU_EXAMPLES_RUN).cases
+    smaller, _ = exports.github_action_benchmark(cases)
+    times = [entry for entry in smaller if entry["unit"] == "ms"]
+    assert times and all("detects: " in e["extra"] and "caught 9 in 10: " in e["extra"] for e in times)

@@ -130,6 +130,7 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
     assert len(case["host_fetch_calls"]) == host_work.COUNTED_ITERATIONS and len(set(case["host_fetch_calls"])) == 1
     assert len(case["host_torch_calls"]) == 1 and 0 < case["host_torch_calls"][0] < case["host_step_calls"][0]
     assert case["min_detectable_host_work"] == pytest.approx(0.03)  # equal counts: the floor
+    assert case["slowdown_caught_9_in_10"] > case["min_detectable_slowdown"]  # the threshold is caught half the time
     extra = stored["host_calls"][0] // 5  # 20% more calls, a few microseconds of time
     pytester.makepyfile(test_toy=ONCE_SLOW.replace("OPTIONS", f'{{"sleep_ms": 10.0, "extra_calls": {extra}}}'))
     more = pytester.runpytest(*BASE, "--perf-strict", "--junitxml=j.xml")
@@ -140,7 +141,9 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
          "noise 0.0% over 3 runs: more counts beyond 3.0%; this case waits for the host*"]
     )  # fmt: skip
     assert "slower than baseline" not in more.stdout.str()
-    assert 'name="trainperf_min_detectable_host_work" value="0.03"' in (pytester.path / "j.xml").read_text()
+    junit = (pytester.path / "j.xml").read_text()
+    assert 'name="trainperf_min_detectable_host_work" value="0.03"' in junit
+    assert 'name="trainperf_slowdown_caught_9_in_10" value="' in junit
 
 
 @pytest.mark.slow

@@ -295,6 +295,5 @@ class TrainPerf:
             checks=checks,
             peak_flops=session.peak_flops,
             baseline_summary=None if stored is None else stats.summarize(stored.samples_ms),
-            min_detectable=verdict.min_detectable_slowdown(optimization, stored),
-            min_detectable_host_work=verdict.min_detectable_host_work(optimization, calls, measurement),
+            detection=verdict.detection(optimization, stored, calls, measurement),
         )

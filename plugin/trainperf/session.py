@@ -25,6 +25,7 @@ from trainperf.provenance import git_commit
 from trainperf.report.document import CaseEntry, case_entry
 from trainperf.report.run_file import write_progress
 from trainperf.settings import Settings
+from trainperf.verdict import Detection
 from trainperf.workload import FULL, TINY
 
 # what a baseline keeps (as "host") of the machine it was recorded on: the host's time to issue an op, the
@@ -50,8 +51,7 @@ class CaseResult:
     peak_flops: float | None = None  # the device's dense bf16 peak, FLOP/s, for MFU
     profile: CaseProfile | None = None  # with --profile
     baseline_summary: stats.Summary | None = None  # the stored baseline's samples, summarized
-    min_detectable: float | None = None  # the smallest slowdown the gate can tell from this case's noise
-    min_detectable_host_work: float | None = None  # the smallest rise in host calls it fails, where judged
+    detection: Detection = field(default_factory=Detection)  # what the gate catches at its measured noise
     confirmation: dict[str, Any] | None = None  # the first measurement, when the case was measured again
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from trainperf import gate, host_work_gate, reference_checks
+from trainperf import gate, host_work_gate, reference_checks, stats
 from trainperf.case import REFERENCE, Metric, Optimization
 from trainperf.measurement import Measurement
 
@@ -89,16 +89,29 @@ def slowdown_floor(optimization: Optimization) -> float:
     return gate.DEFAULT_FLOOR if optimization.slowdown_floor is None else optimization.slowdown_floor
 
 
-def min_detectable_slowdown(optimization: Optimization, stored: gate.Baseline | None) -> float | None:
-    """The smallest slowdown the gate can tell from this case's noise (None without a baseline)."""
-    return None if stored is None else stored.noise(slowdown_floor(optimization)).threshold
+@dataclasses.dataclass(frozen=True)
+class Detection:
+    """What the gate catches of a case at its measured noise: the slowdown it fails (``slowdown``, its
+    threshold: one that size is caught about half the time), the slowdown it catches nine times in ten at
+    both measurements, and the rise in host calls per iteration it fails where those are judged."""
+
+    slowdown: float | None = None
+    slowdown_9_in_10: float | None = None
+    host_work: float | None = None
 
 
-def min_detectable_host_work(
-    optimization: Optimization, stored_calls: host_work_gate.StoredCalls | None, measurement: Measurement
-) -> float | None:
-    """The smallest rise in host calls per iteration the gate fails; None where they are not judged."""
-    return host_work_gate.threshold(stored_calls, measurement.gpu_busy_share, slowdown_floor(optimization))
+def detection(
+    optimization: Optimization,
+    stored: gate.Baseline | None,
+    stored_calls: host_work_gate.StoredCalls | None,
+    measurement: Measurement,
+) -> Detection:
+    """The case's detection figures; None where there is no baseline or, nine times in ten, no measured noise."""
+    calls = host_work_gate.threshold(stored_calls, measurement.gpu_busy_share, slowdown_floor(optimization))
+    if stored is None:
+        return Detection(host_work=calls)
+    noise = stored.noise(slowdown_floor(optimization))
+    return Detection(noise.threshold, stats.reliably_caught(noise), calls)
 
 
 def as_note(check: gate.Check) -> gate.Check:

@@ -46,7 +46,8 @@ REQUIRED = ("name", "group", "stats", "extra_info")
 REQUIRED_INFO = ("summary_ms", "speedup", "samples_per_second", "metric", "verdict")
 # figures the reports read where present
 OPTIONAL_NUMBERS = ("peak_memory_bytes", "baseline_median_ms", "mfu", "first_step_s", "reader_share",
-                    "min_detectable_slowdown", "min_detectable_host_work", "fp8_flop_share")  # fmt: skip
+                    "min_detectable_slowdown", "slowdown_caught_9_in_10", "min_detectable_host_work",
+                    "fp8_flop_share")  # fmt: skip
 
 
 def case_entry(result: CaseResult) -> CaseEntry:
@@ -72,8 +73,9 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "metric": {"name": result.metric_name, "value": m.metric, "initial": m.initial_metric},
             "speedup": result.speedup,
             "baseline_median_ms": result.baseline_median_ms,
-            "min_detectable_slowdown": result.min_detectable,
-            "min_detectable_host_work": result.min_detectable_host_work,
+            "min_detectable_slowdown": result.detection.slowdown,
+            "slowdown_caught_9_in_10": result.detection.slowdown_9_in_10,
+            "min_detectable_host_work": result.detection.host_work,
             "run_medians_ms": m.run_medians_ms or [result.summary.median],
             "host_calls": m.host_calls,
             "host_step_calls": m.host_step_calls,
@@ -289,6 +291,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "reader_share": info.get("reader_share"),
                 "host_calls": host_work_gate.typical(info.get("host_calls") or []),
                 "min_detectable": info.get("min_detectable_slowdown"),
+                "caught_9_in_10": info.get("slowdown_caught_9_in_10"),
                 "min_detectable_host_work": info.get("min_detectable_host_work"),
                 "verdict": info["verdict"],
                 "source": case.get("source"),

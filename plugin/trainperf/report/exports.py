@@ -79,6 +79,8 @@ def _extra(info: Mapping[str, Any]) -> str:
     parts = [f"verdict: {info['verdict']}"]
     if info.get("min_detectable_slowdown") is not None:
         parts.append(f"detects: {info['min_detectable_slowdown']:.1%}")
+    if info.get("slowdown_caught_9_in_10") is not None:
+        parts.append(f"caught 9 in 10: {info['slowdown_caught_9_in_10']:.1%}")
     if info.get("speedup") is not None:
         parts.append(f"speedup: {info['speedup']:.2f}x")
     return "\n".join(parts)

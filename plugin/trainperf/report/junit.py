@@ -21,6 +21,7 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
         "trainperf_speedup": None if speedup is None else round(speedup, 3),
         "trainperf_baseline_ms": info["baseline_median_ms"],
         "trainperf_min_detectable_slowdown": info["min_detectable_slowdown"],
+        "trainperf_slowdown_caught_9_in_10": info.get("slowdown_caught_9_in_10"),
         "trainperf_min_detectable_host_work": info.get("min_detectable_host_work"),
         "trainperf_host_calls": host_work_gate.typical(calls or []),
         "trainperf_samples_per_s": round(info["samples_per_second"], 1),
