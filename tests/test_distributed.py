@@ -71,3 +71,9 @@ def test_hidden_communication_of_a_real_two_gpu_iteration() -> None:
     assert total_ns == pytest.approx(2.151e6, rel=1e-3)
     assert 0.2 < share < 0.3
     assert hidden_communication(launches[~is_communication(launches["name"])]) is None
+
+
+def test_ranks_whose_optimizer_steps_on_the_host_share_its_cores() -> None:
+    offload = Optimization("offload", ddp={"fsdp": "full_shard", "cpu_offload": True})
+    assert distributed._steps_on_host(CaseSpec(Toy(), offload, CPU, "tiny", 2, 5))
+    assert not distributed._steps_on_host(CaseSpec(Toy(), Optimization("ddp", ddp={}), CPU, "tiny", 2, 5))

@@ -141,7 +141,7 @@ def _rank_main(rank: int, world: int, port: int, spec: CaseSpec, folder: Path, k
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     try:
         device = _rank_device(spec.device, rank)
-        if device.type == "cpu":
+        if device.type == "cpu" or _steps_on_host(spec):
             torch.set_num_threads(max(1, workers.usable_cores() // world))
         _join_group(device, rank, world)
         measurement = _train(spec, device, keep or folder)
@@ -155,6 +155,12 @@ def _rank_main(rank: int, world: int, port: int, spec: CaseSpec, folder: Path, k
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _steps_on_host(spec: CaseSpec) -> bool:
+    """Whether the ranks' optimizer steps run on the host (FSDP's CPU offload): like ranks on a CPU, they
+    share its cores, as each would otherwise start a thread per core and the two would oversubscribe them."""
+    return bool((spec.optimization.ddp or {}).get("cpu_offload"))
 
 
 def _run_launched(spec: CaseSpec, launch: launcher.Launch, keep: Path | None) -> Measurement:
