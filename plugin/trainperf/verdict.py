@@ -106,11 +106,13 @@ def detection(
     stored_calls: host_work_gate.StoredCalls | None,
     measurement: Measurement,
 ) -> Detection:
-    """The case's detection figures; None where there is no baseline or, nine times in ten, no measured noise."""
-    calls = host_work_gate.threshold(stored_calls, measurement.gpu_busy_share, slowdown_floor(optimization))
+    """The case's detection figures, each None where it cannot be told: the slowdowns without a baseline,
+    the nine-in-ten one without measured noise, the host work where it is not judged."""
+    floor = slowdown_floor(optimization)
+    calls = host_work_gate.threshold(stored_calls, measurement.gpu_busy_share, floor)
     if stored is None:
         return Detection(host_work=calls)
-    noise = stored.noise(slowdown_floor(optimization))
+    noise = stored.noise(floor)
     return Detection(noise.threshold, stats.reliably_caught(noise), calls)
 
 
