@@ -150,27 +150,30 @@ def run_noise(
     return RunNoise(n, center_ms, spread, threshold, iteration_spread)
 
 
-# A slowed run's median spreads about its mean as the unslowed runs' do (the larger of the run medians'
-# and the iterations' spread, as the threshold takes it). A failure needs the second measurement past the
-# threshold too: with ``confirmed`` both must be, as if independent (measurements that move together are
-# caught more often).
+def _slowed_spread(noise: RunNoise) -> float | None:
+    """How a slowed run's median spreads about its mean: as the unslowed runs' do (the larger of the run
+    medians' and the iterations' spread, as the threshold takes it). None without measured noise. A
+    failure needs the second measurement past the threshold too: with ``confirmed`` below both must be,
+    as if independent (measurements that move together are caught more often)."""
+    return None if noise.spread is None else max(noise.spread, noise.iteration_spread)
 
 
 def reliably_caught(noise: RunNoise, power: float = RELIABLE_POWER, confirmed: bool = True) -> float | None:
     """The slowdown caught with probability ``power``, where ``threshold`` is the one caught half the
     time. None without measured noise."""
-    if noise.spread is None:
+    sigma = _slowed_spread(noise)
+    if sigma is None:
         return None
     each = math.sqrt(power) if confirmed else power
-    return noise.threshold + float(_scipy_stats.norm.ppf(each)) * max(noise.spread, noise.iteration_spread)
+    return noise.threshold + float(_scipy_stats.norm.ppf(each)) * sigma
 
 
 def caught_share(noise: RunNoise, slowdown: float, confirmed: bool = True) -> float | None:
     """The share of runs slowed by ``slowdown`` that the gate fails: ``reliably_caught`` read the other way.
     None without measured noise."""
-    if noise.spread is None:
+    sigma = _slowed_spread(noise)
+    if sigma is None:
         return None
-    sigma = max(noise.spread, noise.iteration_spread)
     each = (
         float(slowdown > noise.threshold)
         if sigma == 0
