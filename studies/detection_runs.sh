@@ -28,10 +28,14 @@ only=()
 (($# == 0)) || only=(--cases "$@")
 plan=$(python3 studies/detection_plan.py "$committed" "$ledger" "${done_here[@]}" "${only[@]}") || exit
 [ -n "$plan" ] || { echo "$prog: every case of $committed has its judged runs in $ledger"; exit 0; }
+# A session starts only with more time left than the last session took (a two-GPU case's five runs take
+# about 200 s), and than DETECTION_SESSION_S (120) before the first, so that none is cut off halfway.
+first=${DETECTION_SESSION_S:-120} needed=${DETECTION_SESSION_S:-120}
 while read -r case on slowdown runs; do
   while ((runs > 0)); do
     left=$((seconds - SECONDS))
-    ((left > 120)) || { echo "$prog: stopped before $case at $slowdown, $seconds s spent"; exit 0; }
+    ((left > needed)) || { echo "$prog: stopped before $case at $slowdown, $seconds s spent"; exit 0; }
+    started=$SECONDS
     chunk=$((runs < ${DETECTION_CHUNK:-5} ? runs : ${DETECTION_CHUNK:-5}))
     label=$name-${case//\//-}-$slowdown-$(date +%H%M%S)
     TRAINPERF_SLOWED_CASE=$case TRAINPERF_SLOWED_ON=$on TRAINPERF_SLOWED_HOST_WORK=ops \
@@ -40,5 +44,6 @@ while read -r case on slowdown runs; do
       --junitxml="$TRAINPERF_REPORTS/$label/detection.xml" </dev/null >/dev/null  # the plan is stdin
     echo "$prog: $case at $slowdown on the $on, $chunk runs: exit $? after $SECONDS s"
     runs=$((runs - chunk))
+    needed=$((SECONDS - started > first ? SECONDS - started : first))
   done
 done <<<"$plan"

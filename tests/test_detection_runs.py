@@ -11,25 +11,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 H100 = "nvidia-h100-80gb-hbm3"
 # names the GPU when asked for its slug, prints $PLAN for the plan, notes every pytest call with the
-# slowed-case settings it was given and reads its standard input to the end, as a session may
+# slowed-case settings it was given (after SESSION_S seconds, as a session takes time) and reads its standard
+# input to the end, as a session may
 FAKE_PYTHON = """#!/usr/bin/env bash
 if [ "$1" = "-c" ]; then echo "$SLUG"; exit 0; fi
 case "$1" in studies/detection_plan.py) echo "plan $*" >> "$MARK"; printf '%s' "$PLAN"; exit 0;; esac
-case "$*" in *pytest*) echo "pytest $TRAINPERF_SLOWED_CASE $TRAINPERF_SLOWED_ON $TRAINPERF_SLOWDOWNS \
-$TRAINPERF_SLOWED_RUNS $TRAINPERF_SLOWED_HOST_WORK $*" >> "$MARK"; cat > /dev/null;; esac
+case "$*" in *pytest*) sleep "${SESSION_S:-0}"
+  echo "pytest $TRAINPERF_SLOWED_CASE $TRAINPERF_SLOWED_ON $TRAINPERF_SLOWDOWNS $TRAINPERF_SLOWED_RUNS \
+$TRAINPERF_SLOWED_HOST_WORK $*" >> "$MARK"; cat > /dev/null;; esac
 exit 0
+"""
+# runs its command without a limit, so that a budget of a few seconds may start a session
+FAKE_TIMEOUT = """#!/usr/bin/env bash
+shift 5
+exec "$@"
 """
 
 
 def run_script(
-    tmp_path: Path, plan: str, slug: str = H100, seconds: str = "3000", cases: tuple[str, ...] = ()
+    tmp_path: Path,
+    plan: str,
+    slug: str = H100,
+    seconds: str = "3000",
+    cases: tuple[str, ...] = (),
+    **settings: str,
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     bin_dir, out, mark = tmp_path / "bin", tmp_path / "out", tmp_path / "mark"
     for folder in (bin_dir, out):
         folder.mkdir(exist_ok=True)
-    fake = bin_dir / "python3"
-    fake.write_text(FAKE_PYTHON)
-    fake.chmod(0o755)
+    for name, text in (("python3", FAKE_PYTHON), ("timeout", FAKE_TIMEOUT)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
     mark.touch()
     env = {
         **os.environ,
@@ -40,6 +52,7 @@ def run_script(
         "PLAN": plan,
         "TRAINPERF_BASELINE_DIR": str(tmp_path / "stored"),
         "TRAINPERF_REPORTS": str(tmp_path / "reports"),
+        **settings,
     }
     done = subprocess.run(
         ["bash", str(ROOT / "studies" / "detection_runs.sh"), "det1", seconds, "LEDGER.csv", *cases],
@@ -90,6 +103,14 @@ def test_no_session_starts_with_120_s_or_less_left(tmp_path: Path) -> None:
     done, calls = run_script(tmp_path, "gpt2/reference gpu 0.05 10\n", seconds="120")
     assert "stopped before gpt2/reference at 0.05, 120 s spent" in done.stdout
     assert sessions(calls) == []
+
+
+def test_no_session_starts_with_less_time_left_than_the_last_one_took(tmp_path: Path) -> None:
+    done, calls = run_script(
+        tmp_path, "gpt2_ddp/bucket_cap host 0.10 10\n", seconds="6", DETECTION_SESSION_S="1", SESSION_S="3"
+    )
+    assert sessions(calls) == ["gpt2_ddp/bucket_cap host 0.10 5 ops"]
+    assert "stopped before gpt2_ddp/bucket_cap at 0.10, 6 s spent" in done.stdout
 
 
 def test_a_gpu_without_a_committed_file_slows_nothing(tmp_path: Path) -> None:
