@@ -152,15 +152,14 @@ def run_noise(
 
 def _slowed_spread(noise: RunNoise) -> float | None:
     """How a slowed run's median spreads about its mean: as the unslowed runs' do (the larger of the run
-    medians' and the iterations' spread, as the threshold takes it). None without measured noise. A
-    failure needs the second measurement past the threshold too: with ``confirmed`` below both must be,
-    as if independent (measurements that move together are caught more often)."""
+    medians' and the iterations' spread, as the threshold takes it). None without measured noise."""
     return None if noise.spread is None else max(noise.spread, noise.iteration_spread)
 
 
 def reliably_caught(noise: RunNoise, power: float = RELIABLE_POWER, confirmed: bool = True) -> float | None:
     """The slowdown caught with probability ``power``, where ``threshold`` is the one caught half the
-    time. None without measured noise."""
+    time. With ``confirmed`` a failure needs the second measurement past the threshold too, both taken as
+    independent (measurements that move together are caught more often). None without measured noise."""
     sigma = _slowed_spread(noise)
     if sigma is None:
         return None
