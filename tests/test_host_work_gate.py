@@ -29,6 +29,18 @@ def test_a_case_that_waited_for_the_host_in_any_accepted_run_is_judged_on_a_host
     assert host_work_check("w/c", [4000], never_waited, busy_now=0.94) is None
 
 
+def test_a_failure_says_why_the_case_is_judged_on_its_host_work() -> None:
+    waits_now = host_work_check("w/c", [6000], STEADY, busy_now=0.7)
+    assert waits_now is not None and "its GPU was busy 70% of the time: it waits for the host" in waits_now.message
+    once_low = StoredCalls(recorded=(59, 59, 59), gpu_busy_shares=(0.99, 0.66, 0.98))
+    busy_now = host_work_check("w/c", [63], once_low, busy_now=0.99)
+    assert busy_now is not None and busy_now.passed is False
+    assert "its GPU waited for the host in 1 of its 3 stored runs" in busy_now.message
+    assert "busy 99%" not in busy_now.message
+    unmeasured = host_work_check("w/c", [63], StoredCalls(recorded=(59, 59, 59)), busy_now=None)
+    assert unmeasured is not None and "this run's GPU busy share was not measured" in unmeasured.message
+
+
 def test_an_accepted_run_adds_its_calls_and_busy_share_where_it_has_them() -> None:
     assert history_figures([5552, 5553, 5552], 0.74) == {"host_calls_history": 5552.0, "gpu_busy_history": 0.74}
     assert history_figures([], 0.74) == {"gpu_busy_history": 0.74}

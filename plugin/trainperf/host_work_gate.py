@@ -136,13 +136,25 @@ def host_work_check(
             parts.append(_judged_part(label, part_now, part_noise))
     figures = "; ".join(text for _, text in parts)
     if any(rose for rose, _ in parts):
-        return Check(
-            NAME,
-            False,
-            f"{case}: more host work than baseline: {figures}; this case waits for the host, so the host's "
-            "added work costs time on any machine",
-        )
+        return Check(NAME, False, f"{case}: more host work than baseline: {figures}; {why_judged(busy_now, stored)}")
     return Check(NAME, True, f"{case}: {figures}")
+
+
+def why_judged(busy_now: float | None, stored: StoredCalls) -> str:
+    """Which of ``waits_for_host``'s reasons holds, in words: a case judged on an old run's low busy share
+    or on no share at all must not read as one that waits for the host now."""
+    if busy_now is not None and busy_now < HOST_BOUND_BUSY:
+        return (
+            f"its GPU was busy {busy_now:.0%} of the time: it waits for the host, so the host's added work "
+            "costs time on any machine"
+        )
+    waited = sum(busy < HOST_BOUND_BUSY for busy in stored.gpu_busy_shares)
+    if waited:
+        return (
+            f"its GPU waited for the host in {waited} of its {len(stored.gpu_busy_shares)} stored runs, so the "
+            "host's added work costs time on hosts like those"
+        )
+    return "this run's GPU busy share was not measured, so its host work is judged as if the GPU waited"
 
 
 def fetch_spread(fetch_calls: Sequence[int]) -> int:
