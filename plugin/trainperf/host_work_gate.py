@@ -136,11 +136,11 @@ def host_work_check(
             parts.append(_judged_part(label, part_now, part_noise))
     figures = "; ".join(text for _, text in parts)
     if any(rose for rose, _ in parts):
-        return Check(NAME, False, f"{case}: more host work than baseline: {figures}; {why_judged(busy_now, stored)}")
+        return Check(NAME, False, f"{case}: more host work than baseline: {figures}; {_why_judged(busy_now, stored)}")
     return Check(NAME, True, f"{case}: {figures}")
 
 
-def why_judged(busy_now: float | None, stored: StoredCalls) -> str:
+def _why_judged(busy_now: float | None, stored: StoredCalls) -> str:
     """Which of ``waits_for_host``'s reasons holds, in words: a case judged on an old run's low busy share
     or on no share at all must not read as one that waits for the host now."""
     if busy_now is not None and busy_now < HOST_BOUND_BUSY:
