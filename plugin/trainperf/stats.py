@@ -98,6 +98,17 @@ def relative_change(current: float, reference: float) -> float:
     return (current - reference) / reference
 
 
+def apart_p_value(group: Sequence[float], rest: Sequence[float]) -> float | None:
+    """Two-sided p-value of Welch's t-test that ``group`` and ``rest`` share one mean (unequal spreads
+    allowed); None where either holds fewer than two values. Two sets that do not spread at all are apart
+    (0.0) unless their values are equal (1.0)."""
+    if len(group) < 2 or len(rest) < 2:
+        return None
+    if statistics.pvariance(group) == 0 and statistics.pvariance(rest) == 0:
+        return 1.0 if statistics.fmean(group) == statistics.fmean(rest) else 0.0
+    return float(_scipy_stats.ttest_ind(group, rest, equal_var=False).pvalue)
+
+
 def summary_from_dict(data: dict[str, Any]) -> Summary:
     """Rebuild a Summary stored by ``Summary.as_dict``."""
     return Summary(**{name: data[name] for name in Summary.__dataclass_fields__})
