@@ -22,7 +22,7 @@ import pandas as pd
 
 from trainperf import baselines, gate, stats
 
-SLOWDOWN = 0.05  # the slowdown a GPU-bound case must catch (docs/evidence/trust.md, row 4)
+SLOWDOWN = 0.05  # the slowdown the gate is to catch in a GPU-bound case, nine times in ten
 APART_P = 0.01  # a part's runs stand apart from the case's others below this p-value
 COLUMNS = [
     "case", "board part", "runs", "against center", "part spread", "p", "5% reads", "detects", "5% caught", "apart",
