@@ -49,8 +49,9 @@ def _rows(name: str, entry: Mapping[str, Any], floor: float) -> list[list[Any]]:
         rest = [run for run, board in zip(runs, parts, strict=True) if board != part]
         if len(own) < stats.MIN_RUNS:
             continue
-        offset = stats.relative_change(statistics.fmean(own), noise.center_ms)
-        spread = statistics.stdev(own) / statistics.fmean(own)
+        mean = statistics.fmean(own)
+        offset = stats.relative_change(mean, noise.center_ms)
+        spread = statistics.stdev(own, xbar=mean) / mean
         p = stats.apart_p_value(own, rest)
         reads = (1 + SLOWDOWN) * (1 + offset) - 1
         rows.append([name, part, len(own), offset, spread, 1.0 if p is None else p, reads, noise.threshold])
