@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from trainperf.device import THROTTLE_REASONS
-from trainperf.gate import UNRELIABLE_THROTTLES
+from trainperf.judge.checks import UNRELIABLE_THROTTLES
+from trainperf.measure.device import THROTTLE_REASONS
 
 UNFIT = {bit: text for bit, text in THROTTLE_REASONS.items() if text in UNRELIABLE_THROTTLES}  # every kernel slows
 NOTED = {0x1: "idle"} | {bit: text for bit, text in THROTTLE_REASONS.items() if text not in UNRELIABLE_THROTTLES}

@@ -44,7 +44,7 @@ status=0
 python -m pytest perf_tests "${gate[@]}" "${workers[@]}" --junitxml="$out/junit.xml" --perf-report="$out/report" \
   "$@" || status=$?
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ] && [ -f "$out/report/run.json" ]; then  # a job summary never fails the job
-  python -m trainperf.cli summary "$out/report/run.json" >>"$GITHUB_STEP_SUMMARY" ||
+  python -m trainperf.cli.main summary "$out/report/run.json" >>"$GITHUB_STEP_SUMMARY" ||
     echo "nightly: no job summary written; the report is in $out/report" >&2
 fi
 if [ "$status" -eq 5 ]; then

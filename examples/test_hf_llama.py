@@ -6,8 +6,7 @@ import pytest
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install transformers): example skipped")
 
-from trainperf import Ladder, Optimization
-from trainperf.fixture import TrainPerf
+from trainperf import Ladder, Optimization, TrainPerf
 
 from examples import hf_llama
 

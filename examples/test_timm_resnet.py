@@ -6,8 +6,7 @@ import pytest
 
 pytest.importorskip("timm", reason="timm cannot be imported (pip install timm; it needs torchvision): example skipped")
 
-from trainperf import Ladder, Optimization
-from trainperf.fixture import TrainPerf
+from trainperf import Ladder, Optimization, TrainPerf
 
 from examples import timm_resnet
 

@@ -23,14 +23,14 @@ from typing import Any
 import pandas as pd
 import torch
 import torch._inductor.config
-from trainperf import stats
-from trainperf.case import CaseSpec
-from trainperf.device import peak_tflops
+from trainperf.judge import stats
+from trainperf.measure.device import peak_tflops
+from trainperf.measure.marked_iteration import marked_iteration
+from trainperf.measure.runner import Prepared, run_case
 from trainperf.profile.child import TRACE
 from trainperf.profile.launches import iteration_launches, kernel_table, read_torch_trace
-from trainperf.profile.replay import marked_iteration
-from trainperf.runner import Prepared, run_case
-from trainperf.workload import FULL
+from trainperf.spec.case import CaseSpec
+from trainperf.spec.workload import FULL
 
 from kernels.gemm_tuning import timings
 from workloads.gpt2 import GPT2

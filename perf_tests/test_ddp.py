@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from trainperf import Ladder, Optimization
-from trainperf.fixture import TrainPerf
+from trainperf import Ladder, Optimization, TrainPerf
 
 from workloads.ladders.ddp import LADDER
 

@@ -7,8 +7,7 @@ they skip, it would lengthen the night and gate nothing the ladder is for.
 from __future__ import annotations
 
 import pytest
-from trainperf import Ladder, Optimization
-from trainperf.fixture import TrainPerf
+from trainperf import Ladder, Optimization, TrainPerf
 
 from workloads.ladders.ddp_compiled import LADDER
 

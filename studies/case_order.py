@@ -28,8 +28,8 @@ def child(ladder_module: str, sequence: list[str], device: str) -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # as the suite's conftest.py sets it
     import torch
     from trainperf import FULL, TINY
-    from trainperf.case import CaseSpec
-    from trainperf.runner import run_case
+    from trainperf.measure.runner import run_case
+    from trainperf.spec.case import CaseSpec
 
     ladder = importlib.import_module(ladder_module).LADDER
     size = FULL if device == "cuda" else TINY  # the CPU: a smoke test of this script

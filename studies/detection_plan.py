@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
-from trainperf import baselines
-from trainperf.gate import HOST_BOUND_BUSY
+from trainperf.judge.checks import HOST_BOUND_BUSY
+from trainperf.store import baselines
 
 from studies.detection_rows import COLUMNS
 from studies.trust_table import detection_runs

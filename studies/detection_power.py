@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from trainperf import baselines, gate, stats
+from trainperf.judge import checks, stats
+from trainperf.store import baselines
 
 from studies.detection_plan import GPU_BUSY, gpu_busy
 
 
 def power_frame(
-    cases: Mapping[str, Mapping[str, Any]], slowdown: float, floor: float = gate.DEFAULT_FLOOR
+    cases: Mapping[str, Mapping[str, Any]], slowdown: float, floor: float = checks.DEFAULT_FLOOR
 ) -> pd.DataFrame:
     """One row per GPU-busy case: its threshold, the slowdown caught nine times in ten, the share caught."""
     rows = []

@@ -58,7 +58,7 @@ def apply(condition: str) -> None:
 
         torch.set_num_threads(1)
     elif condition == "no_clock_watch":
-        from trainperf import device
+        from trainperf.measure import device
 
         class Silent:
             def __init__(self, *_: Any) -> None: ...
@@ -126,7 +126,7 @@ def current_core() -> int:
 
 def observe_timed_loop(condition: str, observed: dict[str, Any]) -> None:
     """Wrap the runner's timed loop: place the main thread, probe the host, count CPU time and switches."""
-    from trainperf import host_speed, runner
+    from trainperf.measure import host_speed, runner
 
     original: Callable[..., Any] = runner.timed  # type: ignore[attr-defined]
 
@@ -170,9 +170,9 @@ def child(case: str, condition: str, process: int, device: str, runs: int) -> No
     apply(condition)
     import torch
     from trainperf import FULL, TINY
-    from trainperf import device as devices
-    from trainperf.case import CaseSpec
-    from trainperf.runner import run_case
+    from trainperf.measure import device as devices
+    from trainperf.measure.runner import run_case
+    from trainperf.spec.case import CaseSpec
 
     from studies.study_cases import find_case
 

@@ -59,7 +59,7 @@ def gpm_sample(nvml: Any, handle: Any) -> Any:
 def window(seconds: float, clock_hz: float, nvml: Any, handle: Any) -> dict[str, Any]:
     """One idle stretch, then one busy window, read by ClockWatch and by GPM."""
     import torch
-    from trainperf import device as devices
+    from trainperf.measure import device as devices
 
     time.sleep(IDLE_S)
     started = time.time()
@@ -89,7 +89,7 @@ def main() -> int:
     args = parser.parse_args()
     import pynvml as nvml
     import torch
-    from trainperf import gpu_busy
+    from trainperf.measure import gpu_busy
 
     if not torch.cuda.is_available():
         print("nvml_busy_window: no CUDA GPU here, nothing to measure", file=sys.stderr)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from trainperf.report import document
+from trainperf.record import document
 
 from studies import evidence_rows
 

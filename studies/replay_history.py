@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from trainperf import baselines, gate, stats
+from trainperf.judge import checks, stats
+from trainperf.store import baselines
 
 NEVER = sys.maxsize  # the rule as the gate has it: the iterations' spread always counts
 COLUMNS = ["case", "run", "change", "threshold", "failed"]
@@ -37,13 +38,13 @@ def replay_entry(
     runs before it under the rule, and whether it fails."""
     recorded = baselines.run_medians(entry)
     history = baselines.history(entry)
-    least = gate.Baseline(entry["samples_ms"], recorded).iteration_spread  # the gate's least noise
+    least = checks.Baseline(entry["samples_ms"], recorded).iteration_spread  # the gate's least noise
     center = statistics.median if median_center else statistics.mean
     rows = []
     for index, median in enumerate(history):
         least_noise = least if index < floor_until else 0.0
         noise = stats.run_noise(
-            recorded, gate.DEFAULT_FLOOR, gate.FALLBACK_THRESHOLD, least_noise, history[:index], center
+            recorded, checks.DEFAULT_FLOOR, checks.FALLBACK_THRESHOLD, least_noise, history[:index], center
         )
         change = stats.relative_change(median, noise.center_ms)
         rows.append({"case": case, "run": index, "change": change, "threshold": noise.threshold})

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
-from trainperf.report import document
+from trainperf.record import document
 
 WALL = re.compile(r"^(?P<label>\w+): exit (?P<status>\d+) in (?P<seconds>\d+) s: (?P<outcome>.*)$")
 

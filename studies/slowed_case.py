@@ -36,9 +36,10 @@ from typing import Any
 
 import pytest
 import torch
-from trainperf import baselines, stats
-from trainperf import device as devices
-from trainperf.fixture import TrainPerf
+from trainperf.hooks.fixture import TrainPerf
+from trainperf.judge import stats
+from trainperf.measure import device as devices
+from trainperf.store import baselines
 
 from studies.study_cases import find_case
 

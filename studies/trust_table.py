@@ -20,8 +20,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
-from trainperf import baselines, stats
-from trainperf.report import document
+from trainperf.judge import stats
+from trainperf.record import document
+from trainperf.store import baselines
 
 CAUGHT = "slower than baseline"
 CAUGHT_BY_HOST_WORK = "more host work than baseline"  # the host-work check of a case that waits for the host

@@ -19,7 +19,7 @@ import glob
 import sys
 from pathlib import Path
 
-from trainperf.report import document
+from trainperf.record import document
 
 from studies.unrecorded_cases import case_key, collected
 

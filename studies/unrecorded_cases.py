@@ -20,7 +20,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from trainperf.stats import MIN_RUNS
+from trainperf.judge.stats import MIN_RUNS
 
 WORKLOAD_OF_TEST = {  # test function -> the workload name its cases are stored under
     "test_bert": "bert",

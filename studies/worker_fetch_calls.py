@@ -15,7 +15,7 @@ import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
-from trainperf import host_work
+from trainperf.measure import host_work
 
 
 class Images(Dataset[tuple[torch.Tensor, int]]):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
-from trainperf import baselines, locked_file
+from trainperf.store import baselines, locked_file
 
 
 def entry(median: float) -> dict:

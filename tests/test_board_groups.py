@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from trainperf import baselines, cli, stats
+from trainperf.cli.main import main
+from trainperf.judge import stats
 from trainperf.report.board_groups import board_frame, render
+from trainperf.store import baselines
 
 SLOW, FAST = "692-2G520-0282-000", "692-2G520-0282-001"
 
@@ -70,7 +72,7 @@ def test_the_noise_command_lists_the_parts_apart(tmp_path: Path, capsys: pytest.
     path = tmp_path / "nvidia-h200.json"
     document = {"schema_version": baselines.SCHEMA_VERSION, "device": "nvidia-h200", "cases": {"k/split": split_case()}}
     path.write_text(json.dumps(document), encoding="utf-8")
-    assert cli.main(["noise", str(path), "--boards"]) == 0
+    assert main(["noise", str(path), "--boards"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("2 board part group(s) of at least 3 stored runs; 2 apart")
     assert lines[2].split()[-3:] == ["detects", "5%", "caught"]

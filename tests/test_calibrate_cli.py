@@ -9,8 +9,9 @@ import statistics
 from pathlib import Path
 
 import pytest
-from trainperf import baselines, cli
+from trainperf.cli.main import main
 from trainperf.report.noise_table import noise_frame
+from trainperf.store import baselines
 
 ROOT = Path(__file__).parent.parent
 RUN = Path(__file__).parent / "data" / "h100_digits_ncu.run.json"  # digits --profile=ncu on the H100
@@ -33,7 +34,7 @@ def calibrated_h200(run: Path, tmp_path: Path) -> tuple[dict, dict]:
     folder.mkdir()
     shutil.copy(ROOT / "baselines" / "nvidia-h200.json", folder)
     before = baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
-    assert cli.main(["calibrate", str(run), "--baseline-dir", str(folder)]) == 0
+    assert main(["calibrate", str(run), "--baseline-dir", str(folder)]) == 0
     return before, baselines.load(baselines.baseline_path(folder, "nvidia-h200"))
 
 
@@ -46,7 +47,7 @@ def test_each_judged_case_of_the_run_ends_its_history_with_the_runs_median(
     baseline_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
-    assert cli.main(["calibrate", str(RUN), "--baseline-dir", str(baseline_dir)]) == 0
+    assert main(["calibrate", str(RUN), "--baseline-dir", str(baseline_dir)]) == 0
     after = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
     medians = run_medians(RUN)
     for name, median in medians.items():
@@ -123,7 +124,7 @@ def test_a_failed_case_joins_the_history_and_a_case_with_no_baseline_check_does_
     edited = tmp_path / "run.json"
     edited.write_text(json.dumps(document))
     before = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
-    assert cli.main(["calibrate", str(edited), "--baseline-dir", str(baseline_dir)]) == 0
+    assert main(["calibrate", str(edited), "--baseline-dir", str(baseline_dir)]) == 0
     after = baselines.load(baselines.baseline_path(baseline_dir, SLUG))
     assert baselines.history(after[failed["name"]])[-1:] == [failed["extra_info"]["summary_ms"]["median"]]
     assert baselines.history(after[unjudged["name"]]) == baselines.history(before[unjudged["name"]])
@@ -132,7 +133,7 @@ def test_a_failed_case_joins_the_history_and_a_case_with_no_baseline_check_does_
 def test_no_baseline_file_or_nothing_judged_is_one_line_and_writes_nothing(
     tmp_path: Path, baseline_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["calibrate", str(RUN), "--baseline-dir", str(tmp_path / "none")]) == 2
+    assert main(["calibrate", str(RUN), "--baseline-dir", str(tmp_path / "none")]) == 2
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and f"{SLUG}.json" in error and "--update-baselines" in error
     assert not (tmp_path / "none").exists()
@@ -143,7 +144,7 @@ def test_no_baseline_file_or_nothing_judged_is_one_line_and_writes_nothing(
     unjudged = tmp_path / "unjudged.json"
     unjudged.write_text(json.dumps(document))
     stored = (baseline_dir / f"{SLUG}.json").read_text()
-    assert cli.main(["calibrate", str(unjudged), "--baseline-dir", str(baseline_dir)]) == 2
+    assert main(["calibrate", str(unjudged), "--baseline-dir", str(baseline_dir)]) == 2
     assert "no case's time was judged" in capsys.readouterr().err
     assert (baseline_dir / f"{SLUG}.json").read_text() == stored
 

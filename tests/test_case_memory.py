@@ -9,8 +9,9 @@ import weakref
 
 import pytest
 import torch
-from trainperf import runner
-from trainperf.case import CaseSpec, Optimization
+from trainperf.measure import runner
+from trainperf.spec.case import CaseSpec
+from trainperf.spec.optimization import Optimization
 
 from tests.toy_workload import Toy
 

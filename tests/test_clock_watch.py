@@ -10,7 +10,7 @@ from typing import Any
 import pynvml
 import pytest
 import torch
-from trainperf import device as devices
+from trainperf.measure import device as devices
 
 
 class FakeNvml:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from trainperf import baselines
+from trainperf.store import baselines
 
 from studies import detection_plan, detection_rows
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from trainperf import stats
+from trainperf.judge import stats
 
 from studies import detection_power
 

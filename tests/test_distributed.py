@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 from toy_workload import Toy
-from trainperf import Optimization, distributed
-from trainperf.case import CaseSpec
+from trainperf import Optimization
+from trainperf.measure import distributed
+from trainperf.spec.case import CaseSpec
 
 CPU = torch.device("cpu")
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from trainperf import cli
-from trainperf.report import document, exports
+from trainperf.cli.main import main
+from trainperf.record import document
+from trainperf.report import exports
 
 H100_RUN = Path(__file__).parent / "data" / "h100_gpt2_ncu.run.json"
 H200_ADAPTERS_RUN = Path(__file__).parent / "data" / "h200_adapters.run.json"  # this version, two sample units
@@ -83,14 +84,14 @@ def test_github_action_benchmark_export_splits_smaller_and_bigger_is_better(case
 
 
 def test_the_export_command_writes_the_files_and_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["export", str(H100_RUN), "--format", "github-action-benchmark", "-o", str(tmp_path)]) == 0
-    assert cli.main(["export", str(H100_RUN), "--format", "bencher", "-o", str(tmp_path)]) == 0
+    assert main(["export", str(H100_RUN), "--format", "github-action-benchmark", "-o", str(tmp_path)]) == 0
+    assert main(["export", str(H100_RUN), "--format", "bencher", "-o", str(tmp_path)]) == 0
     written = sorted(path.name for path in tmp_path.iterdir())
     assert written == [exports.BENCHER_FILE, exports.BIGGER_FILE, exports.SMALLER_FILE]
     assert capsys.readouterr().out.count("trainperf: wrote ") == 3
     jsonschema.validate(json.loads((tmp_path / exports.BENCHER_FILE).read_text()), BMF_SCHEMA)
     with pytest.raises(SystemExit) as unknown:
-        cli.main(["export", str(H100_RUN), "--format", "csv", "-o", str(tmp_path)])
+        main(["export", str(H100_RUN), "--format", "csv", "-o", str(tmp_path)])
     assert unknown.value.code == 2
 
 

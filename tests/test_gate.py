@@ -3,37 +3,39 @@ import json
 import math
 from pathlib import Path
 
-from trainperf import gate
+from trainperf.judge import checks
 
 BASE = [10.0 + 0.02 * (i % 5) for i in range(30)]
 
 
 def test_accuracy_within_tolerance_passes_and_beyond_fails() -> None:
-    ok = gate.accuracy_check("w/c", 0.95, reference=0.96, tolerance=0.02, higher_is_better=True)
-    bad = gate.accuracy_check("w/c", 0.90, reference=0.96, tolerance=0.02, higher_is_better=True)
+    ok = checks.accuracy_check("w/c", 0.95, reference=0.96, tolerance=0.02, higher_is_better=True)
+    bad = checks.accuracy_check("w/c", 0.90, reference=0.96, tolerance=0.02, higher_is_better=True)
     assert ok.passed is True
     assert bad.passed is False
     assert "w/c" in bad.message and "0.9000" in bad.message and "0.0200" in bad.message
 
 
 def test_accuracy_lower_is_better_and_nan() -> None:
-    assert gate.accuracy_check("w/c", 3.1, reference=3.0, tolerance=0.05, higher_is_better=False).passed is False
-    assert gate.accuracy_check("w/c", 3.02, reference=3.0, tolerance=0.05, higher_is_better=False).passed is True
-    diverged = gate.accuracy_check("w/c", math.nan, reference=3.0, tolerance=0.05, higher_is_better=False)
+    assert checks.accuracy_check("w/c", 3.1, reference=3.0, tolerance=0.05, higher_is_better=False).passed is False
+    assert checks.accuracy_check("w/c", 3.02, reference=3.0, tolerance=0.05, higher_is_better=False).passed is True
+    diverged = checks.accuracy_check("w/c", math.nan, reference=3.0, tolerance=0.05, higher_is_better=False)
     assert diverged.passed is False and "diverged" in diverged.message
 
 
 def test_accuracy_floor_applies_without_reference() -> None:
     assert (
-        gate.accuracy_check("w/c", 0.3, reference=None, tolerance=0.1, higher_is_better=True, floor=0.5).passed is False
+        checks.accuracy_check("w/c", 0.3, reference=None, tolerance=0.1, higher_is_better=True, floor=0.5).passed
+        is False
     )
     assert (
-        gate.accuracy_check("w/c", 0.8, reference=None, tolerance=0.1, higher_is_better=True, floor=0.5).passed is None
+        checks.accuracy_check("w/c", 0.8, reference=None, tolerance=0.1, higher_is_better=True, floor=0.5).passed
+        is None
     )
 
 
 def test_training_loss_that_turns_nan_fails_naming_the_iteration() -> None:
-    check = gate.accuracy_check(
+    check = checks.accuracy_check(
         "w/c", 3.0, reference=3.0, tolerance=0.1, higher_is_better=False, losses=[6.9, 6.1, math.inf, math.nan]
     )
     assert check.passed is False
@@ -42,7 +44,7 @@ def test_training_loss_that_turns_nan_fails_naming_the_iteration() -> None:
 
 def test_metric_must_improve_on_the_untrained_model() -> None:
     def check(value: float, higher_is_better: bool, initial: float) -> bool | None:
-        return gate.accuracy_check(
+        return checks.accuracy_check(
             "w/c",
             value,
             reference=None,
@@ -56,27 +58,27 @@ def test_metric_must_improve_on_the_untrained_model() -> None:
     assert check(5.8, False, 6.93) is None  # 16% lower: learned; no reference to compare
     assert check(0.11, True, 0.10) is False
     assert check(0.90, True, 0.10) is None
-    stalled = gate.accuracy_check(
+    stalled = checks.accuracy_check(
         "w/c", 6.5, reference=6.4, tolerance=1.0, higher_is_better=False, initial=6.93, min_gain=0.15
     )
     assert "improved on the untrained 6.9300 by 6.2%, less than the required 15%" in stalled.message
 
 
-STABLE = gate.Baseline(BASE, [10.04, 10.03, 10.05])  # three runs whose medians agree within 0.1%
-NOISY = gate.Baseline(BASE, [10.0, 10.6, 9.5, 10.3, 9.8])  # a host-bound case: runs move by about 4%
+STABLE = checks.Baseline(BASE, [10.04, 10.03, 10.05])  # three runs whose medians agree within 0.1%
+NOISY = checks.Baseline(BASE, [10.0, 10.6, 9.5, 10.3, 9.8])  # a host-bound case: runs move by about 4%
 
 
 def test_noise_alone_does_not_fail_the_baseline_gate() -> None:
     shuffled = list(reversed(BASE))
-    assert gate.baseline_check("w/c", shuffled, STABLE, strict=False).passed is True
+    assert checks.baseline_check("w/c", shuffled, STABLE, strict=False).passed is True
 
 
 def test_small_clear_slowdown_under_the_floor_passes() -> None:
-    assert gate.baseline_check("w/c", [x * 1.02 for x in BASE], STABLE, strict=False, floor=0.05).passed is True
+    assert checks.baseline_check("w/c", [x * 1.02 for x in BASE], STABLE, strict=False, floor=0.05).passed is True
 
 
 def test_clear_slowdown_beyond_the_noise_fails_with_figures_noise_and_threshold() -> None:
-    check = gate.baseline_check("w/c", [x * 1.10 for x in BASE], STABLE, strict=False, floor=0.05)
+    check = checks.baseline_check("w/c", [x * 1.10 for x in BASE], STABLE, strict=False, floor=0.05)
     assert check.passed is False
     assert "w/c" in check.message and "+10.0%" in check.message
     assert "noise 0.3% within a run (run medians 0.1% over 3 runs): a slowdown counts beyond 5.0%" in check.message
@@ -87,147 +89,147 @@ def test_the_threshold_grows_with_the_measured_run_to_run_noise() -> None:
     assert noise.measured and noise.spread is not None and 0.03 < noise.spread < 0.05
     assert 0.15 < noise.threshold < 0.20  # t(0.99, 4) * spread * sqrt(1 + 1/5)
     ten_percent = [x * 1.10 for x in BASE]
-    assert gate.baseline_check("w/c", ten_percent, NOISY, strict=False).passed is True  # within its noise
-    assert gate.baseline_check("w/c", [x * 1.25 for x in BASE], NOISY, strict=False).passed is False
-    assert STABLE.noise().threshold == gate.DEFAULT_FLOOR  # a stable case is judged at the floor
+    assert checks.baseline_check("w/c", ten_percent, NOISY, strict=False).passed is True  # within its noise
+    assert checks.baseline_check("w/c", [x * 1.25 for x in BASE], NOISY, strict=False).passed is False
+    assert STABLE.noise().threshold == checks.DEFAULT_FLOOR  # a stable case is judged at the floor
 
 
 def test_a_baseline_of_one_run_falls_back_to_a_wide_threshold_and_says_so() -> None:
-    one_run = gate.Baseline(BASE, [10.04])
-    assert one_run.noise().threshold == gate.FALLBACK_THRESHOLD and not one_run.noise().measured
-    within = gate.baseline_check("w/c", [x * 1.08 for x in BASE], one_run, strict=False)
+    one_run = checks.Baseline(BASE, [10.04])
+    assert one_run.noise().threshold == checks.FALLBACK_THRESHOLD and not one_run.noise().measured
+    within = checks.baseline_check("w/c", [x * 1.08 for x in BASE], one_run, strict=False)
     assert within.passed is True and "its noise unmeasured: a slowdown counts beyond 10%" in within.message
-    assert gate.baseline_check("w/c", [x * 1.15 for x in BASE], one_run, strict=False).passed is False
+    assert checks.baseline_check("w/c", [x * 1.15 for x in BASE], one_run, strict=False).passed is False
 
 
 def test_a_center_of_one_recorded_run_with_a_history_is_judged_and_says_to_re_record() -> None:
-    legacy = gate.Baseline(BASE, [10.04], history_ms=[9.9, 10.1, 9.95])  # recorded before baselines kept three
-    check = gate.baseline_check("w/c", [x * 1.10 for x in BASE], legacy, strict=False)
+    legacy = checks.Baseline(BASE, [10.04], history_ms=[9.9, 10.1, 9.95])  # recorded before baselines kept three
+    check = checks.baseline_check("w/c", [x * 1.10 for x in BASE], legacy, strict=False)
     assert check.passed is False and legacy.noise().measured
     assert "over 4 runs (3 accepted since the recording): a slowdown counts beyond" in check.message
     assert check.message.endswith(
         "; the baseline's center is 1 recorded run: re-record it with --update-baselines to center it on 3"
     )
-    recorded = gate.baseline_check("w/c", BASE, gate.Baseline(BASE, [10.04, 10.03, 10.05], [9.9]), strict=False)
+    recorded = checks.baseline_check("w/c", BASE, checks.Baseline(BASE, [10.04, 10.03, 10.05], [9.9]), strict=False)
     assert "center" not in recorded.message
 
 
 def test_large_but_noisy_difference_is_not_a_failure_without_measured_noise() -> None:
     current = [5.0, 30.0, 6.0, 28.0]
     baseline = [10.0, 12.0, 11.0, 9.0]
-    assert gate.baseline_check("w/c", current, gate.Baseline(baseline, [10.5]), strict=False).passed is True
+    assert checks.baseline_check("w/c", current, checks.Baseline(baseline, [10.5]), strict=False).passed is True
 
 
 def test_missing_baseline_note_or_strict_failure() -> None:
-    assert gate.baseline_check("w/c", BASE, None, strict=False).passed is None
-    strict = gate.baseline_check("w/c", BASE, None, strict=True)
+    assert checks.baseline_check("w/c", BASE, None, strict=False).passed is None
+    strict = checks.baseline_check("w/c", BASE, None, strict=True)
     assert strict.passed is False and "--perf-strict" in strict.message
 
 
 def test_verdict() -> None:
-    passed = gate.Check("a", True, "")
-    note = gate.Check("b", None, "")
-    failed = gate.Check("c", False, "")
-    assert gate.verdict([passed, note]) == "pass"
-    assert gate.verdict([passed, failed]) == "fail"
+    passed = checks.Check("a", True, "")
+    note = checks.Check("b", None, "")
+    failed = checks.Check("c", False, "")
+    assert checks.verdict([passed, note]) == "pass"
+    assert checks.verdict([passed, failed]) == "fail"
 
 
 def test_a_throttled_gpu_makes_the_timing_unreliable_not_a_verdict() -> None:
     calm = {"before": {"throttle": ["software power cap"]}, "during": None, "after": {"throttle": []}}
-    assert gate.clock_check("gpt2/stack", calm) is None  # a power cap is the GPU at work, not a fault
+    assert checks.clock_check("gpt2/stack", calm) is None  # a power cap is the GPU at work, not a fault
     hot = {
         "before": {"throttle": []},
         "during": {"throttle": ["hardware thermal slowdown", "idle"], "min_sm_clock_mhz": 1200, "samples": 40},
         "after": {"note": "pynvml unavailable: clocks not read"},
     }
-    check = gate.clock_check("gpt2/stack", hot)
+    check = checks.clock_check("gpt2/stack", hot)
     assert check is not None and check.passed is None
     assert check.message == (
         "gpt2/stack: timing unreliable: hardware thermal slowdown, SM clock down to 1200 MHz; its time was not judged"
     )
-    slower = gate.Check("baseline", None, "slower")
-    assert gate.verdict([gate.Check("accuracy", True, ""), slower, check]) == "unreliable"
-    assert gate.verdict([gate.Check("accuracy", False, "worse"), check]) == "fail"  # accuracy is still judged
+    slower = checks.Check("baseline", None, "slower")
+    assert checks.verdict([checks.Check("accuracy", True, ""), slower, check]) == "unreliable"
+    assert checks.verdict([checks.Check("accuracy", False, "worse"), check]) == "fail"  # accuracy is still judged
 
 
 def test_runs_that_agree_more_than_their_iterations_are_judged_at_the_iterations_spread() -> None:
     # three runs of a launch-bound case recorded minutes apart: medians within 0.3%, iterations +-10%
     wobbly = [9.0 + 0.5 * (i % 5) for i in range(30)]
-    agreeing = gate.Baseline(wobbly, [10.0, 10.03, 9.98])
+    agreeing = checks.Baseline(wobbly, [10.0, 10.03, 9.98])
     noise = agreeing.noise()
     assert noise.spread is not None and noise.spread < 0.01 and noise.threshold > 0.3
     thirty_percent = [x * 1.3 for x in wobbly]
-    check = gate.baseline_check("w/c", thirty_percent, agreeing, strict=False)
+    check = checks.baseline_check("w/c", thirty_percent, agreeing, strict=False)
     assert check.passed is True and "within a run (run medians 0.3% over 3 runs)" in check.message
-    assert gate.baseline_check("w/c", [x * 2.0 for x in wobbly], agreeing, strict=False).passed is False
+    assert checks.baseline_check("w/c", [x * 2.0 for x in wobbly], agreeing, strict=False).passed is False
 
 
 def test_a_failed_time_names_how_fast_this_host_issued_ops_against_the_recording_host() -> None:
-    baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
-    failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
+    baseline = checks.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
+    failed = checks.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
     during = {"host_dispatch_us": 5.8, "gpu_busy_share": 0.95}
-    message = gate.with_host(failed, during, baseline).message
+    message = checks.with_host(failed, during, baseline).message
     assert message.startswith(failed.message)
     assert message.endswith(
         "this host issued an op in 5.80 µs, 4.00 µs where recorded (+45%); the GPU was busy 95% of the time"
     )
-    unrecorded = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
-    assert gate.with_host(failed, during, unrecorded).message.endswith("5.80 µs; the GPU was busy 95% of the time")
-    passed = gate.baseline_check("w/a", [10.0] * 20, baseline, strict=True)
-    assert gate.with_host(passed, during, baseline) == passed  # only a failure needs the explanation
-    assert gate.with_host(failed, {}, baseline) == failed  # a run that did not measure its host
+    unrecorded = checks.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
+    assert checks.with_host(failed, during, unrecorded).message.endswith("5.80 µs; the GPU was busy 95% of the time")
+    passed = checks.baseline_check("w/a", [10.0] * 20, baseline, strict=True)
+    assert checks.with_host(passed, during, baseline) == passed  # only a failure needs the explanation
+    assert checks.with_host(failed, {}, baseline) == failed  # a run that did not measure its host
 
 
 def test_a_failed_time_names_the_cpu_other_processes_of_the_machine_used() -> None:
-    baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
-    failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
+    baseline = checks.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
+    failed = checks.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
     during = {"host_dispatch_us": 5.8, "other_processes_share": 0.214}
-    assert gate.with_host(failed, during, baseline).message.endswith(
+    assert checks.with_host(failed, during, baseline).message.endswith(
         "5.80 µs; processes the case did not start used 21.4% of this machine's cores"
     )
 
 
 def test_a_failed_time_names_the_steal_on_the_timing_thread_s_cores_and_on_all_cores() -> None:
-    baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
-    failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
+    baseline = checks.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
+    failed = checks.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
     during = {"host_dispatch_us": 5.8, "host_steal_share": 0.026, "thread_steal_share": 0.31}
-    assert gate.with_host(failed, during, baseline).message.endswith(
+    assert checks.with_host(failed, during, baseline).message.endswith(
         "5.80 µs; the hypervisor gave 31.0% of the timing thread's cores to other guests (2.6% of all cores)"
     )
     older = {"host_dispatch_us": 5.8, "host_steal_share": 0.026}  # a run document from before the thread's share
-    assert "hypervisor" not in gate.with_host(failed, older, baseline).message
+    assert "hypervisor" not in checks.with_host(failed, older, baseline).message
 
 
 def test_a_failed_time_at_the_power_cap_names_the_gpu_s_clock_against_the_recording_s() -> None:
-    baseline = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], sm_clock_mhz=1632.0)
-    failed = gate.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
-    capped = {"host_dispatch_us": 5.8, "mean_sm_clock_mhz": 1606.0, "throttle": [gate.POWER_CAP]}
-    assert gate.with_host(failed, capped, baseline).message.endswith(
+    baseline = checks.Baseline([10.0] * 20, [10.0, 10.1, 9.9], sm_clock_mhz=1632.0)
+    failed = checks.baseline_check("w/a", [13.0] * 20, baseline, strict=True)
+    capped = {"host_dispatch_us": 5.8, "mean_sm_clock_mhz": 1606.0, "throttle": [checks.POWER_CAP]}
+    assert checks.with_host(failed, capped, baseline).message.endswith(
         "; at its power cap the GPU's SM clock averaged 1606 MHz, 1632 MHz where recorded (-1.6%)"
     )
-    unrecorded = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
-    assert gate.with_host(failed, capped, unrecorded).message.endswith("SM clock averaged 1606 MHz")
+    unrecorded = checks.Baseline([10.0] * 20, [10.0, 10.1, 9.9])
+    assert checks.with_host(failed, capped, unrecorded).message.endswith("SM clock averaged 1606 MHz")
     uncapped = {**capped, "throttle": []}  # below its cap the clock says nothing of the chip
-    assert "power cap" not in gate.with_host(failed, uncapped, baseline).message
-    passed = gate.baseline_check("w/a", [10.0] * 20, baseline, strict=True)
-    assert gate.with_host(passed, capped, baseline) == passed
+    assert "power cap" not in checks.with_host(failed, uncapped, baseline).message
+    passed = checks.baseline_check("w/a", [10.0] * 20, baseline, strict=True)
+    assert checks.with_host(passed, capped, baseline) == passed
 
 
 def test_the_power_cap_is_named_as_nvml_s_reasons_are_read() -> None:
-    from trainperf import device
+    from trainperf.measure import device
 
-    assert gate.POWER_CAP in device.THROTTLE_REASONS.values()
+    assert checks.POWER_CAP in device.THROTTLE_REASONS.values()
 
 
 def test_a_failed_case_that_waits_for_the_host_is_told_to_calibrate_until_it_has_a_history() -> None:
-    one_session = gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
-    failed = gate.baseline_check("w/a", [13.0] * 20, one_session, strict=True)
+    one_session = checks.Baseline([10.0] * 20, [10.0, 10.1, 9.9], host_dispatch_us=4.0)
+    failed = checks.baseline_check("w/a", [13.0] * 20, one_session, strict=True)
     waiting = {"host_dispatch_us": 5.8, "gpu_busy_share": 0.62}
     hint = "with --perf-calibrate"
-    assert gate.with_host(failed, waiting, one_session).message.endswith(hint)
+    assert checks.with_host(failed, waiting, one_session).message.endswith(hint)
     calibrated = dataclasses.replace(one_session, history_ms=[10.4, 12.9])
-    assert hint not in gate.with_host(failed, waiting, calibrated).message
-    assert hint not in gate.with_host(failed, {**waiting, "gpu_busy_share": 0.97}, one_session).message
+    assert hint not in checks.with_host(failed, waiting, calibrated).message
+    assert hint not in checks.with_host(failed, {**waiting, "gpu_busy_share": 0.97}, one_session).message
 
 
 def test_a_failure_in_a_run_whose_iterations_spread_far_beyond_the_recording_says_it_was_disturbed() -> None:
@@ -239,10 +241,10 @@ def test_a_failure_in_a_run_whose_iterations_spread_far_beyond_the_recording_say
     hint = "something stalled while it ran"
     for case, stalled in (("timm_resnet50/amp_bf16", True), ("hf_llama/compile", False)):
         entry = stored[case]
-        recorded = gate.Baseline(entry["samples_ms"], entry["run_medians_ms"])  # as judged: no history yet
+        recorded = checks.Baseline(entry["samples_ms"], entry["run_medians_ms"])  # as judged: no history yet
         judged = next(b for b in run["benchmarks"] if b["name"] == case)
-        check = gate.baseline_check(case, [s * 1e3 for s in judged["stats"]["data"]], recorded, strict=True)
+        check = checks.baseline_check(case, [s * 1e3 for s in judged["stats"]["data"]], recorded, strict=True)
         assert check.passed is False
         assert (hint in check.message) is stalled, check.message
-    steady = gate.baseline_check("w/a", [13.0] * 20, gate.Baseline([10.0] * 20, [10.0, 10.1, 9.9]), strict=True)
+    steady = checks.baseline_check("w/a", [13.0] * 20, checks.Baseline([10.0] * 20, [10.0, 10.1, 9.9]), strict=True)
     assert steady.passed is False and hint not in steady.message

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trainperf.gpu_busy import Sample, busy_share, inside, sample_period
+from trainperf.measure.gpu_busy import Sample, busy_share, inside, sample_period
 
 CAPTURE = json.loads((Path(__file__).parent / "data" / "h200_nvml_busy_window.json").read_text())
 SAMPLES = [Sample(sample["t"], sample["busy_percent"]) for sample in CAPTURE["samples"]]

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from trainperf import Optimization
-from trainperf.workload import TINY
+from trainperf.spec.workload import TINY
 
 from workloads import gpu_decode, images
 from workloads.resnet import CONFIGS, Vision

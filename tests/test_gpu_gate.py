@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from trainperf import device as devices
+from trainperf.measure import device as devices
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = "digits/amp_bf16"  # the steadiest case of the ladder on the H100 (IQR about 0.02 ms)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from trainperf.host_speed import dispatch_us
+from trainperf.measure.host_speed import dispatch_us
 
 
 def test_the_dispatch_time_of_an_op_is_measured_on_this_host() -> None:

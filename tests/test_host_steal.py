@@ -10,7 +10,15 @@ import time
 from pathlib import Path
 
 import pytest
-from trainperf.host_steal import PROC_STAT, StealWatch, busy_times, core_times, cpu_times, family_ticks, thread_core
+from trainperf.measure.host_steal import (
+    PROC_STAT,
+    StealWatch,
+    busy_times,
+    core_times,
+    cpu_times,
+    family_ticks,
+    thread_core,
+)
 
 # /proc/stat's first line as this kernel writes it: user nice system idle iowait irq softirq steal guest guest_nice
 BEFORE = "cpu  1730237 814 146584 2402885 3784 0 824 591 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from trainperf import host_work
+from trainperf.measure import host_work
 
 from tests.test_plugin import BASE, ONCE_SLOW, baseline_file
 

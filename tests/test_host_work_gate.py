@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from trainperf.host_work_gate import StoredCalls, history_figures, host_work_check, threshold
+from trainperf.judge.host_work_check import StoredCalls, history_figures, host_work_check, threshold
 
 STEADY = StoredCalls(recorded=(5552, 5552, 5551), gpu_busy_shares=(0.74,))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # stands in for python3: notes that it started, and on SIGTERM that it was stopped, then that it wrote
 # its reports half a second later, as pytest does once interrupted; like the plugin's handler
-# (trainperf.termination) it ignores the same stop delivered twice: timeout signals the whole group and
+# (trainperf.hooks.termination) it ignores the same stop delivered twice: timeout signals the whole group and
 # the script forwards the signal too, and under load both can arrive before the first is handled
 FAKE_PYTHON = """#!/usr/bin/env bash
 trap 'trap "" TERM; echo stopped >> "$MARK"; sleep 0.5; echo reported >> "$MARK"; exit 2' TERM

@@ -6,7 +6,7 @@ import io
 
 import torch
 from PIL import Image
-from trainperf.workload import FULL, TINY
+from trainperf.spec.workload import FULL, TINY
 
 from workloads import images
 from workloads.resnet import CONFIGS, ResNet, recalibrate_batch_norm

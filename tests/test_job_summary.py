@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from trainperf import cli
-from trainperf.report import document, job_summary
+from trainperf.cli.main import main
+from trainperf.record import document
+from trainperf.report import job_summary
 
 BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl")
 SUITE = """
@@ -47,7 +48,7 @@ def test_a_failing_run_summarises_its_failures_and_unfinished_cases(pytester: py
 
 def test_the_summary_command_prints_a_real_gpu_run(capsys: pytest.CaptureFixture[str]) -> None:
     run = Path(__file__).parent / "data" / "h100_gpt2_ncu.run.json"
-    assert cli.main(["summary", str(run)]) == 0
+    assert main(["summary", str(run)]) == 0
     text = capsys.readouterr().out
     names = [case["name"] for case in json.loads(run.read_text())["benchmarks"]]
     assert text.startswith("## trainperf: NVIDIA H100 80GB HBM3") and all(f"| {name} " in text for name in names)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 from trainperf import Optimization
-from trainperf.case import CaseSpec
-from trainperf.runner import run_case
-from trainperf.workload import TINY
+from trainperf.measure.runner import run_case
+from trainperf.spec.case import CaseSpec
+from trainperf.spec.workload import TINY
 
 from workloads.transpose_matmul import Matmul, Transpose
 

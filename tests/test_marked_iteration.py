@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from trainperf.case import CaseSpec, Optimization
+from trainperf.measure.marked_iteration import marked_iteration
+from trainperf.measure.runner import Prepared, run_case
 from trainperf.profile import launches
 from trainperf.profile.backend import Job, from_capture
-from trainperf.profile.replay import marked_iteration
-from trainperf.runner import Prepared, run_case
+from trainperf.spec.case import CaseSpec
+from trainperf.spec.optimization import Optimization
 
 from tests.toy_workload import Toy
 

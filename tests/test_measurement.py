@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from trainperf import Optimization
-from trainperf.measurement import Measurement, combined
+from trainperf.measure.measurement import Measurement, combined
 
 
 def run(

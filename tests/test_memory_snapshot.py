@@ -10,7 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from trainperf.report import document, experiment, memory_timeline, pages
+from trainperf.measure import memory_timeline
+from trainperf.record import document
+from trainperf.report import experiment, pages
 
 CAPTURE = Path(__file__).parent / "data" / "h200_mixer_memory"  # as --perf-report left it: run document,
 RECORDED = CAPTURE / "memory" / "mlp_mixer-amp_bf16"  # and the case's snapshot and phase marks

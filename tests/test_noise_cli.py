@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from trainperf import cli
+from trainperf.cli.main import main
 from trainperf.report.noise_table import noise_frame, threshold_changes
 
 H100 = Path(__file__).parent.parent / "baselines" / "nvidia-h100-80gb-hbm3.json"
@@ -42,7 +42,7 @@ def test_each_case_says_what_set_its_threshold_widest_first() -> None:
 
 
 def test_the_committed_h100_file_shows_its_blind_cases_first(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["noise", str(H100)]) == 0
+    assert main(["noise", str(H100)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{H100}: 70 case(s), the gate's default floor 3% (a case's own raises it)"
     assert lines[1].split()[:3] == ["case", "runs", "accepted"] and len(lines) == 2 + 70
@@ -53,11 +53,11 @@ def test_the_committed_h100_file_shows_its_blind_cases_first(capsys: pytest.Capt
 
 
 def test_a_missing_file_or_a_selection_of_no_case_is_one_line(tmp_path: Path, capsys) -> None:
-    assert cli.main(["noise", str(tmp_path / "none.json")]) == 2
+    assert main(["noise", str(tmp_path / "none.json")]) == 2
     assert capsys.readouterr().err == f"trainperf: {tmp_path / 'none.json'}: no such baseline file\n"
-    assert cli.main(["noise", str(H100), "-k", "no_such_case"]) == 2
+    assert main(["noise", str(H100), "-k", "no_such_case"]) == 2
     assert capsys.readouterr().err == f"trainperf: {H100}: no case whose name contains 'no_such_case'\n"
-    assert cli.main(["noise", str(H100), "-k", "digits/amp"]) == 0
+    assert main(["noise", str(H100), "-k", "digits/amp"]) == 0
     assert "digits/amp_bf16" in capsys.readouterr().out
 
 

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trainperf.profile import launches
 from trainperf.profile.launches import ProfileFormatError
-from trainperf.report import document
-from trainperf.report.document import RunDocumentError
+from trainperf.record import document
+from trainperf.record.document import RunDocumentError
 
 DATA = Path(__file__).parent / "data"
 # Each draw a fresh copy: a shared list or dict, once placed in a document, could be mutated into itself.

@@ -6,10 +6,11 @@ import itertools
 
 import pytest
 import torch
-from trainperf import timing
-from trainperf.case import CaseSpec, Optimization
-from trainperf.runner import count_flops, run_case
-from trainperf.timing import PhaseClock
+from trainperf.measure import timing
+from trainperf.measure.runner import count_flops, run_case
+from trainperf.measure.timing import PhaseClock
+from trainperf.spec.case import CaseSpec
+from trainperf.spec.optimization import Optimization
 
 from tests.toy_workload import Toy
 

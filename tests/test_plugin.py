@@ -301,12 +301,12 @@ def test_a_speedup_short_within_measured_noise_passes_beyond_it_fails(pytester: 
 
 
 THROTTLED = """
-import trainperf.device
+from trainperf.measure import device
 
 
 def pytest_configure(config):
     # NVML as a GPU in thermal slowdown would report it (the CPU has none to read)
-    trainperf.device.clock_state = lambda device: {"sm_clock_mhz": 1200, "throttle": ["hardware thermal slowdown"]}
+    device.clock_state = lambda device: {"sm_clock_mhz": 1200, "throttle": ["hardware thermal slowdown"]}
 """
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from trainperf import provenance
+from trainperf.store import provenance
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,11 @@
 """The checks of a case's declarations over its reference: speedup (with its measured noise) and memory."""
 
 import pytest
-from trainperf import gate, reference_checks
+from trainperf.judge import checks, reference_checks
 
 BASE = [10.0 + 0.02 * (i % 5) for i in range(30)]
-STABLE = gate.Baseline(BASE, [10.04, 10.03, 10.05])  # three runs whose medians agree within 0.1%
-NOISY = gate.Baseline(BASE, [10.0, 10.6, 9.5, 10.3, 9.8])  # a host-bound case: runs move by about 4%
+STABLE = checks.Baseline(BASE, [10.04, 10.03, 10.05])  # three runs whose medians agree within 0.1%
+NOISY = checks.Baseline(BASE, [10.0, 10.6, 9.5, 10.3, 9.8])  # a host-bound case: runs move by about 4%
 
 
 def test_speedup_check() -> None:

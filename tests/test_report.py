@@ -12,9 +12,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from trainperf import cli
+from trainperf.cli.main import main
+from trainperf.record.document import RunDocumentError, load
 from trainperf.report import charts, headline, lines
-from trainperf.report.document import RunDocumentError, load
 from trainperf.report.experiment import build_report
 from trainperf.report.pages import write_html, write_markdown
 from trainperf.report.roofline_plot import without_flops
@@ -50,7 +50,7 @@ class Page(HTMLParser):
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report")
-    assert cli.main(["report", *map(str, RUNS), "-o", str(out)]) == 0
+    assert main(["report", *map(str, RUNS), "-o", str(out)]) == 0
     return out
 
 
@@ -163,7 +163,7 @@ def test_compare_prints_per_case_differences(tmp_path: Path, capsys: pytest.Capt
     slower["benchmarks"][0]["extra_info"]["summary_ms"]["median"] *= 1.25
     del slower["benchmarks"][2]
     (tmp_path / "b.json").write_text(json.dumps(slower))
-    assert cli.main(["compare", str(RUNS[1]), str(tmp_path / "b.json")]) == 0
+    assert main(["compare", str(RUNS[1]), str(tmp_path / "b.json")]) == 0
     out = capsys.readouterr().out
     assert re.search(r"gpt2/reference\s+207\.844\s+259\.805\s+\+25\.0%", out)
     assert re.search(r"gpt2/amp_bf16\s+90\.146\s+.*pass\s+\(absent\)", out)
@@ -171,7 +171,7 @@ def test_compare_prints_per_case_differences(tmp_path: Path, capsys: pytest.Capt
 
 def test_compare_shows_host_calls_where_a_run_counted_them(capsys: pytest.CaptureFixture[str]) -> None:
     counted = DATA / "h200_host_work_slowed.run.json"  # gpt2/no_host_sync slowed by host ops, H200
-    assert cli.main(["compare", str(H200_GPT2), str(counted)]) == 0
+    assert main(["compare", str(H200_GPT2), str(counted)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"A calls\s+B calls", out)
     assert re.search(r"gpt2/no_host_sync\s+\d+\.\d{3}\s+\d+\.\d{3}\s+[+-]\d+\.\d%\s+3,670\s", out)
@@ -196,7 +196,7 @@ def test_bad_input_is_one_line_naming_the_file(
         path.write_text(content)
     with pytest.raises(RunDocumentError, match=re.escape(message)):
         load(path)
-    assert cli.main(["report", str(path), "-o", str(tmp_path / "out")]) == 2
+    assert main(["report", str(path), "-o", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith(f"trainperf: {path}: ")
 
 
@@ -244,7 +244,7 @@ def test_kernels_without_flops_stand_against_the_dram_roof_and_rates_read_at_a_g
     matmuls = [case for case in cases if case["group"] == "matmul"]
     assert without_flops(charts.ladder_points(transposes)) and not without_flops(charts.ladder_points(matmuls))
     assert (charts.ladder_roofline_chart(transposes, "transpose") or b"")[:8] == PNG
-    assert cli.main(["report", str(kernel_run), "-o", str(tmp_path)]) == 0
+    assert main(["report", str(kernel_run), "-o", str(tmp_path)]) == 0
     markdown = (tmp_path / "report.md").read_text()
     assert "2.74 T bytes" in markdown and "51.7 T FLOP" in markdown  # padded transpose, cuBLAS fp32
     assert (tmp_path / "report-images" / "transpose-ladder-roofline.png").is_file()
@@ -271,7 +271,7 @@ def test_a_case_of_the_wrong_types_is_one_line_naming_the_file_and_field(
     path = tmp_path / "run.json"
     path.write_text(json.dumps(document))
     for argv in (["report", str(path), "-o", str(tmp_path / "out")], ["compare", str(RUNS[1]), str(path)]):
-        assert cli.main(argv) == 2
+        assert main(argv) == 2
         error = capsys.readouterr().err
         assert error.startswith(f"trainperf: {path}: ") and message in error and error.count("\n") == 1
 
@@ -281,18 +281,18 @@ def test_compare_without_cases_and_a_report_into_a_file_are_one_line_each(
 ) -> None:
     empty = tmp_path / "empty.json"
     empty.write_text('{"benchmarks": []}')
-    assert cli.main(["compare", str(RUNS[1]), str(empty)]) == 2
+    assert main(["compare", str(RUNS[1]), str(empty)]) == 2
     assert capsys.readouterr().err == f"trainperf: {empty}: no cases in it\n"
     taken = tmp_path / "taken"
     taken.write_text("a file")
-    assert cli.main(["report", str(RUNS[1]), "-o", str(taken)]) == 2
+    assert main(["report", str(RUNS[1]), "-o", str(taken)]) == 2
     assert capsys.readouterr().err == f"trainperf: -o {taken}: a file is there, not a folder\n"
     assert taken.read_text() == "a file"
 
 
 def test_compare_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     """``trainperf compare A B | head -n 1``: the reader stops early, which is not an error of trainperf."""
-    script = "import sys; from trainperf import cli; sys.exit(cli.main(sys.argv[1:]))"
+    script = "import sys; from trainperf.cli.main import main; sys.exit(main(sys.argv[1:]))"
     wide = json.loads(RUNS[0].read_text())
     wide["benchmarks"] = [dict(wide["benchmarks"][0], name=f"digits/case{i}") for i in range(3000)]
     (tmp_path / "wide.json").write_text(json.dumps(wide))

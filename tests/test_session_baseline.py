@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from trainperf import device as devices
-from trainperf.session import PerfSession
-from trainperf.settings import Settings
+from trainperf.config.settings import Settings
+from trainperf.measure import device as devices
+from trainperf.record.session import PerfSession
 
 
 def session(tmp_path: Path, stored: dict[str, dict[str, Any]]) -> PerfSession:

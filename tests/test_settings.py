@@ -3,8 +3,8 @@ import re
 from pathlib import Path
 
 import pytest
-from trainperf.options import OPTIONS, SettingError, marker_values
-from trainperf.settings import build_settings, resolve
+from trainperf.config.options import OPTIONS, SettingError, marker_values
+from trainperf.config.settings import build_settings, resolve
 
 
 def test_precedence_command_line_environment_ini_marker_default() -> None:

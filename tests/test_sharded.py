@@ -14,10 +14,11 @@ from torch.distributed.fsdp import FSDPModule
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.distributed.tensor import DTensor
 from toy_workload import Toy
-from trainperf import Optimization, distributed
-from trainperf.case import CaseSpec
-from trainperf.data_parallel import data_parallel
-from trainperf.workload import Training
+from trainperf import Optimization
+from trainperf.measure import distributed
+from trainperf.measure.data_parallel import data_parallel
+from trainperf.spec.case import CaseSpec
+from trainperf.spec.workload import Training
 
 CPU = torch.device("cpu")
 

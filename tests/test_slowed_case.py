@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from trainperf import host_work, steps
-from trainperf.phases import phase_marker
+from trainperf.measure import host_work, steps
+from trainperf.measure.phases import phase_marker
 
 from studies.slowed_case import BusyWait, Gemms, HostOps, Slowed, Spin, workload_for
 from studies.study_cases import find_case

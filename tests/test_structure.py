@@ -1,6 +1,6 @@
-"""The tree stays readable: no import cycle among the plugin, the workloads and the kernels (imports inside
-functions count: a lazy import still ties two modules together), and no module grows past about 300
-lines without a reason written here."""
+"""The tree reads as the data flow: each package of the plugin imports only the packages below it, as
+one table says, and no module imports itself back through others (imports inside functions and under
+``if TYPE_CHECKING:`` count: either still ties two modules together)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,24 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"trainperf": ROOT / "plugin" / "trainperf", "workloads": ROOT / "workloads", "kernels": ROOT / "kernels"}
-MAX_LINES = 300
-LONGER = {}  # "package/module.py": "why it is longer"
+# what each part may import besides itself: the plugin's packages by their name under trainperf, the
+# public API as "trainperf" (its __init__), the suite's workloads and kernels by theirs
+MAY_IMPORT = {
+    "config": set(),
+    "spec": set(),
+    "profile": set(),
+    "measure": {"spec", "profile"},
+    "judge": {"spec", "measure"},
+    "store": {"judge"},
+    "record": {"config", "spec", "profile", "measure", "judge", "store"},
+    "report": {"spec", "profile", "measure", "judge", "store", "record"},
+    "cli": {"judge", "store", "record", "report"},
+    "adapters": {"spec"},
+    "hooks": {"config", "spec", "profile", "measure", "judge", "store", "record", "report"},
+    "trainperf": {"spec", "measure", "hooks"},
+    "workloads": {"trainperf", "kernels"},
+    "kernels": set(),
+}
 
 
 def module_files() -> dict[str, Path]:
@@ -28,11 +44,11 @@ def module_files() -> dict[str, Path]:
 
 
 def imported(path: Path, name: str, known: set[str]) -> set[str]:
-    """The known modules a module imports anywhere in its body but under ``if TYPE_CHECKING:``, which never
-    runs (``from x import y``: x.y when that is a module, else x)."""
+    """The known modules a module imports anywhere in its body (``from x import y``: x.y when that is a
+    module, else x)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets = set()
-    for node in run_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -43,29 +59,50 @@ def imported(path: Path, name: str, known: set[str]) -> set[str]:
     return {target for target in targets if target in known and target != name}
 
 
-def run_time_nodes(tree: ast.AST) -> list[ast.AST]:
-    nodes, pending = [], [tree]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            pending.extend(node.orelse)
-            continue
-        nodes.append(node)
-        pending.extend(ast.iter_child_nodes(node))
-    return nodes
-
-
 def import_graph() -> dict[str, set[str]]:
     files = module_files()
     known = set(files)
     return {name: imported(path, name, known) for name, path in files.items()}
 
 
+def part(module: str) -> str:
+    """The row of MAY_IMPORT a module belongs to: its package under trainperf, else its top package."""
+    top, _, rest = module.partition(".")
+    return rest.partition(".")[0] if top == "trainperf" and rest else top
+
+
 def test_the_import_graph_is_read_from_every_package() -> None:
     graph = import_graph()
-    assert "trainperf.fixture" in graph["trainperf.plugin"] or "trainperf.lazy_session" in graph["trainperf.plugin"]
+    assert "trainperf.hooks.fixture" in graph["trainperf.hooks.plugin"]
+    assert "trainperf.hooks.fixture" in graph["trainperf"]  # an import under TYPE_CHECKING counts
     assert "kernels.cublaslt" in graph["kernels.tuned_gemm"]
     assert "kernels.tuned_gemm" in graph["workloads.transformer"]  # a lazy import counts
+
+
+def test_every_plugin_module_lives_in_a_package_of_the_table() -> None:
+    top = sorted(name for name in module_files() if name.count(".") == 1 and name.startswith("trainperf."))
+    packages = {name.removeprefix("trainperf.") for name in top if (PACKAGES["trainperf"] / name[10:]).is_dir()}
+    assert not set(top) - {f"trainperf.{p}" for p in packages}, "modules at the top of trainperf: wiring goes in hooks"
+    assert packages == set(MAY_IMPORT) - {"trainperf", "workloads", "kernels"}
+
+
+def test_each_package_says_what_it_owns_and_what_it_may_import() -> None:
+    for package in set(MAY_IMPORT) - {"trainperf", "workloads", "kernels"}:
+        doc = ast.get_docstring(ast.parse((PACKAGES["trainperf"] / package / "__init__.py").read_text()))
+        assert doc and "May import" in doc, f"trainperf/{package}/__init__.py: say what it owns and may import"
+        allowed = MAY_IMPORT[package]
+        for other in set(MAY_IMPORT) - {"trainperf", "workloads", "kernels", package}:
+            assert (f"``{other}``" in doc.partition("May import")[2]) == (other in allowed), (package, other)
+
+
+def test_each_package_imports_only_what_the_table_allows() -> None:
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if part(target) != part(module) and part(target) not in MAY_IMPORT.get(part(module), set())
+    )
+    assert not wrong, "imports the table does not allow:\n" + "\n".join(wrong)
 
 
 def test_no_import_cycle() -> None:
@@ -81,11 +118,7 @@ def test_a_cycle_is_found_when_there_is_one() -> None:
         graphlib.TopologicalSorter(graph).prepare()
 
 
-def test_no_module_over_about_300_lines_without_a_reason() -> None:
-    long = {
-        str(path.relative_to(ROOT)): count
-        for path in module_files().values()
-        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
-    }
-    unexplained = {path: count for path, count in long.items() if path not in LONGER}
-    assert not unexplained, f"modules over {MAX_LINES} lines, split them or say why in LONGER: {unexplained}"
+def test_a_type_checking_import_is_counted(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import other\n")
+    assert imported(module, "pkg.m", {"pkg.m", "pkg.other"}) == {"pkg.other"}

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from trainperf.hooks.termination import SigtermAsInterrupt
 from trainperf.profile.process_group import run_in_own_group
-from trainperf.termination import SigtermAsInterrupt
 
 from tests.test_plugin import BASE, two_cases
 
@@ -62,7 +62,7 @@ def test_sigterm_becomes_an_interrupt_once_and_its_copy_is_ignored(default_sigte
 def test_a_later_second_sigterm_ends_the_process_as_the_default_would() -> None:
     script = (
         "import signal, time\n"
-        "from trainperf.termination import SigtermAsInterrupt\n"
+        "from trainperf.hooks.termination import SigtermAsInterrupt\n"
         "handler = SigtermAsInterrupt(duplicate_s=0.1)\n"
         "handler.install()\n"
         "try:\n"

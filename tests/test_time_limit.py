@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from trainperf import time_limit
+from trainperf.measure import time_limit
 
 BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl", "--perf-report=out")
 HUNG = """

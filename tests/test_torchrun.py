@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from trainperf.launcher import Launch, LaunchError, from_environment
+from trainperf.measure.launcher import Launch, LaunchError, from_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCHRUN = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from trainperf.workload import merge_options
+from trainperf.spec.workload import merge_options
 
 from workloads import bert, gpt2, text
 from workloads.transformer import TrunkConfig, costed_parameters, padded

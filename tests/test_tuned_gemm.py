@@ -92,7 +92,7 @@ def test_tuned_products_match_pytorch_at_gpt2_size(inputs: int, outputs: int) ->
 def test_tiny_gpt2_with_tuned_gemms_computes_what_the_plain_one_does(compiled: bool) -> None:
     """Same weights, same loss and gradients: eager, and traced by the compiler (the operator's fake
     implementation and its autograd formula)."""
-    from trainperf.workload import TINY
+    from trainperf.spec.workload import TINY
 
     from workloads.gpt2 import CONFIGS, GPT, next_token_loss
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
-from trainperf import gate, host_work_gate, stats, verdict
-from trainperf.case import Optimization
-from trainperf.measurement import Measurement
+from trainperf.judge import checks, host_work_check, policy, stats
+from trainperf.measure.measurement import Measurement
+from trainperf.spec.optimization import Optimization
 
 CASE = Optimization("amp")
 SAMPLES = [10.0, 10.2, 9.9, 10.1, 10.3, 10.0]
@@ -17,9 +20,9 @@ def measured(busy: float | None) -> Measurement:
 
 
 def test_a_case_with_measured_noise_catches_nine_in_ten_a_slowdown_beyond_its_threshold() -> None:
-    stored = gate.Baseline(SAMPLES, [10.0, 10.4, 9.7])  # runs that spread 3.5%
-    found = verdict.detection(CASE, stored, None, measured(0.99))
-    noise = stored.noise(gate.DEFAULT_FLOOR)
+    stored = checks.Baseline(SAMPLES, [10.0, 10.4, 9.7])  # runs that spread 3.5%
+    found = policy.detection(CASE, stored, None, measured(0.99))
+    noise = stored.noise(checks.DEFAULT_FLOOR)
     assert found.slowdown == pytest.approx(noise.threshold)
     assert found.slowdown_9_in_10 == pytest.approx(stats.reliably_caught(noise))
     assert found.slowdown_9_in_10 is not None and found.slowdown_9_in_10 > found.slowdown
@@ -28,12 +31,59 @@ def test_a_case_with_measured_noise_catches_nine_in_ten_a_slowdown_beyond_its_th
 
 
 def test_a_case_without_measured_noise_states_its_fallback_and_no_nine_in_ten() -> None:
-    one_run = verdict.detection(CASE, gate.Baseline(SAMPLES, [10.0]), None, measured(0.99))
-    assert one_run.slowdown == gate.FALLBACK_THRESHOLD and one_run.slowdown_9_in_10 is None
-    assert verdict.detection(CASE, None, None, measured(0.99)) == verdict.Detection()
+    one_run = policy.detection(CASE, checks.Baseline(SAMPLES, [10.0]), None, measured(0.99))
+    assert one_run.slowdown == checks.FALLBACK_THRESHOLD and one_run.slowdown_9_in_10 is None
+    assert policy.detection(CASE, None, None, measured(0.99)) == policy.Detection()
 
 
 def test_a_case_whose_gpu_waits_states_the_rise_in_host_calls_it_catches() -> None:
-    calls = host_work_gate.StoredCalls(recorded=[5000, 5000, 5000], gpu_busy_shares=[0.6])
-    found = verdict.detection(CASE, None, calls, measured(0.6))
-    assert found == verdict.Detection(host_work=pytest.approx(gate.DEFAULT_FLOOR))
+    calls = host_work_check.StoredCalls(recorded=[5000, 5000, 5000], gpu_busy_shares=[0.6])
+    found = policy.detection(CASE, None, calls, measured(0.6))
+    assert found == policy.Detection(host_work=pytest.approx(checks.DEFAULT_FLOOR))
+
+
+def test_no_check_name_is_a_string_outside_the_enum() -> None:
+    """Checks are made and compared by ``CheckName`` alone: a literal would drift from the policy."""
+    names = {str(name) for name in checks.CheckName}
+    found = []
+    for path in (Path(__file__).parent.parent / "plugin" / "trainperf").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Check":
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.Constant):
+                    found.append(f"{path.name}:{node.lineno}: Check({first.value!r}, ...)")
+            if isinstance(node, ast.Compare) and _reads_a_check_name(node.left):
+                for other in node.comparators:
+                    texts = other.elts if isinstance(other, ast.Tuple | ast.Set | ast.List) else [other]
+                    for text in texts:
+                        if isinstance(text, ast.Constant) and text.value in names:
+                            found.append(f"{path.name}:{node.lineno}: compared with {text.value!r}")
+    assert not found, found
+
+
+def _reads_a_check_name(node: ast.expr) -> bool:
+    """``x.name``, ``x["name"]`` or ``x.get("name")``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "name"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "name"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        return bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == "name"
+    return False
+
+
+def test_the_policy_notes_what_is_recorded_and_measures_again_only_what_a_second_run_may_undo() -> None:
+    slower = checks.Check(checks.CheckName.TIME, False, "slower")
+    short = checks.Check(checks.CheckName.SPEEDUP, False, "short")
+    worse = checks.Check(checks.CheckName.ACCURACY, False, "worse")
+    found = [worse, slower, short]
+    assert policy.measured_again(found, has_baseline=True) == {"baseline": "slower", "speedup": "short"}
+    assert policy.measured_again(found, has_baseline=False) == {"speedup": "short"}
+    assert policy.reference_again({"speedup": "short"}) and not policy.reference_again({"baseline": "slower"})
+    assert policy.why_not_again(used=2, budget=2, launched_data_parallel=False, runs=1) == ""
+    assert policy.why_not_again(used=0, budget=2, launched_data_parallel=False, runs=3) is not None
+    assert policy.why_not_again(used=0, budget=2, launched_data_parallel=False, runs=1) is None
+    assert not policy.keeps_baseline(found) and policy.keeps_baseline([slower])
+    recorded = [{"name": "baseline", "passed": None}], [{"name": "baseline", "passed": False}]
+    assert not policy.time_judged(recorded[0]) and policy.time_judged(recorded[1])
+    assert policy.accepted([slower], "fail", calibrate=True) and not policy.accepted([slower], "fail", calibrate=False)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from trainperf import workers
+from trainperf.measure import workers
 
 
 def test_the_visible_gpus_are_those_cuda_visible_devices_names_else_all() -> None:
@@ -57,7 +57,7 @@ def test_threads_are_grouped_by_the_physical_core_the_kernel_reports(tmp_path) -
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="this OS sets no CPU affinity")
 def test_a_pinned_worker_and_its_torch_threads_run_on_its_share_alone() -> None:
     script = (
-        "import os, torch; from trainperf import workers; "
+        "import os, torch; from trainperf.measure import workers; "
         "share = workers.pin_to_share(1, 2); "
         "print(share, sorted(os.sched_getaffinity(0)), torch.get_num_threads())"
     )

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from trainperf import Metric, Optimization, Training
-from trainperf.workload import Batch
+from trainperf.spec.workload import Batch
 
 # A sleeping step sleeps this much longer: after a 10-ms sleep its ops ran at one of two speeds, 7% apart
 # between fresh processes on a 2-core machine, after 30 ms at one (docs/evidence/cpu-timing-noise.md)

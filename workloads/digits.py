@@ -18,8 +18,7 @@ import torch.nn.functional as F
 from sklearn.datasets import load_digits
 from torch import nn
 from torch.utils.data import Dataset
-from trainperf.case import Optimization
-from trainperf.workload import FULL, TINY, Batch, Metric, Training
+from trainperf import FULL, TINY, Batch, Metric, Optimization, Training
 
 from workloads.sampling import endless_loader
 

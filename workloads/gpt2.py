@@ -31,8 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import Dataset
-from trainperf.case import Optimization
-from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
+from trainperf import FULL, TINY, Batch, Metric, Optimization, Training, merge_options
 
 from workloads import text
 from workloads.sampling import endless_loader

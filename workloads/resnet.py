@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from trainperf.case import Optimization
-from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
+from trainperf import FULL, TINY, Batch, Metric, Optimization, Training, merge_options
 
 from workloads import images
 from workloads.gpu_decode import DecodedBatches

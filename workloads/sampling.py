@@ -7,8 +7,7 @@ from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
-from trainperf.case import Optimization
-from trainperf.workload import loader_settings
+from trainperf import Optimization, loader_settings
 
 SPLIT_SEED = 0
 

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.checkpoint import checkpoint
-from trainperf.workload import Batch, Training
+from trainperf import Batch, Training
 
 from workloads import float8
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from trainperf.case import Optimization
-from trainperf.workload import FULL, TINY, Batch, Metric, Training, merge_options
+from trainperf import FULL, TINY, Batch, Metric, Optimization, Training, merge_options
 
 from kernels import tiled_cuda
 

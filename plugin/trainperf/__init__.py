@@ -1,27 +1,55 @@
 """pytest-trainperf: timed, accuracy-checked training optimization cases gated on per-device baselines.
 
-``from trainperf import Optimization, Workload, ...`` loads those lazily, so that the pure modules
-(stats, gate, baselines, settings) import without torch.
+The public API: what a test file of your own imports. The names load on first use, so that the pure
+modules (statistics, checks, baselines, settings) import without torch.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import importlib.metadata
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from trainperf.hooks.fixture import TrainPerf
+    from trainperf.measure.workers import usable_cores
+    from trainperf.spec.case import Ladder
+    from trainperf.spec.optimization import REFERENCE, Metric, Optimization
+    from trainperf.spec.workload import FULL, TINY, Batch, Training, Workload, loader_settings, merge_options
+
+__version__ = importlib.metadata.version("pytest-trainperf")
 
 _EXPORTS = {
-    "Optimization": "trainperf.case",
-    "REFERENCE": "trainperf.case",
-    "Ladder": "trainperf.case",
-    "FULL": "trainperf.workload",
-    "TINY": "trainperf.workload",
-    "Metric": "trainperf.case",
-    "Training": "trainperf.workload",
-    "Workload": "trainperf.workload",
+    "Optimization": "trainperf.spec.optimization",
+    "Metric": "trainperf.spec.optimization",
+    "REFERENCE": "trainperf.spec.optimization",
+    "Ladder": "trainperf.spec.case",
+    "Workload": "trainperf.spec.workload",
+    "Training": "trainperf.spec.workload",
+    "Batch": "trainperf.spec.workload",
+    "TINY": "trainperf.spec.workload",
+    "FULL": "trainperf.spec.workload",
+    "merge_options": "trainperf.spec.workload",
+    "loader_settings": "trainperf.spec.workload",
+    "usable_cores": "trainperf.measure.workers",
+    "TrainPerf": "trainperf.hooks.fixture",
 }
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "FULL",
+    "REFERENCE",
+    "TINY",
+    "Batch",
+    "Ladder",
+    "Metric",
+    "Optimization",
+    "TrainPerf",
+    "Training",
+    "Workload",
+    "__version__",
+    "loader_settings",
+    "merge_options",
+    "usable_cores",
+]
 
 
 def __getattr__(name: str) -> Any:

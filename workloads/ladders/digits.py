@@ -5,8 +5,7 @@ Speedups are declared for CUDA only: the tiny CPU configuration proves the cases
 
 from __future__ import annotations
 
-from trainperf import REFERENCE, Ladder, Optimization
-from trainperf.workers import usable_cores
+from trainperf import REFERENCE, Ladder, Optimization, usable_cores
 
 from workloads.digits import Digits
 

@@ -16,7 +16,7 @@ ON_CUDA = "CUDA-only kernels"
 # Eager cases whose time rides on the host CPU (kernel launches, the for-loop optimizer) move between runs
 # of the same code (docs/evidence/h100-trust.md): their speedup minimums sit about 10% below the lowest speedup
 # A/A runs saw, and a shortfall within the noise their baselines measure passes
-# (trainperf.reference_checks). The time gate takes each case's run-to-run noise from its baseline.
+# (trainperf.judge.reference_checks). The time gate takes each case's run-to-run noise from its baseline.
 
 reference = Optimization(REFERENCE, sync_every_step=True)  # fp32, naive attention, for-loop AdamW, loss read each step
 tf32 = reference.but("tf32", tf32=True, min_speedup={"cuda": 1.8})

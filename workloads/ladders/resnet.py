@@ -3,8 +3,7 @@ crop, flip, normalize on the CPU); each step keeps the previous ones and adds on
 
 from __future__ import annotations
 
-from trainperf import REFERENCE, Ladder, Optimization
-from trainperf.workers import usable_cores
+from trainperf import REFERENCE, Ladder, Optimization, usable_cores
 
 from workloads import gpu_decode
 from workloads.resnet import Vision

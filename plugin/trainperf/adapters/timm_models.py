@@ -15,8 +15,8 @@ from torch import nn
 
 from trainperf.adapters.size import Size, missing_package, workload_name
 from trainperf.adapters.synthetic import PatternImages
-from trainperf.case import Metric, Optimization
-from trainperf.workload import FULL, TINY, Batch, Training
+from trainperf.spec.optimization import Metric, Optimization
+from trainperf.spec.workload import FULL, TINY, Batch, Training
 
 HELD_OUT_IMAGES = 512
 FULL_RUN = Size(batch=128)  # at the model's own input side

@@ -17,8 +17,8 @@ from torch import nn
 
 from trainperf.adapters.size import Size, missing_package, workload_name
 from trainperf.adapters.synthetic import HELD_OUT_SEED, TRAIN_SEED, MarkovTokens
-from trainperf.case import Metric, Optimization
-from trainperf.workload import FULL, TINY, Batch, Training
+from trainperf.spec.optimization import Metric, Optimization
+from trainperf.spec.workload import FULL, TINY, Batch, Training
 
 DATA_VOCAB = 1024  # the most tokens the chain uses: the first eighth of the model's vocabulary, up to this
 POOL_SEQUENCES = 2048  # training sequences, sampled with replacement each step

@@ -1,1 +1,4 @@
-"""Reports of a run: terminal table, JSON run document."""
+"""Views of the run document: terminal, JUnit, HTML and Markdown pages, job summary, exports, plots.
+
+May import ``spec``, ``profile``, ``measure``, ``judge``, ``store`` and ``record``.
+"""

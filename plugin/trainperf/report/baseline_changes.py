@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainperf.baselines import Change, detects_listed, runs_listed
+from trainperf.store.baselines import Change, detects_listed, runs_listed
 
 FILE = "baseline-changes.md"
 DETECTS = (

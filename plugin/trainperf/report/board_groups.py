@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from trainperf import baselines, gate, stats
+from trainperf.judge import checks, stats
+from trainperf.store import baselines
 
 SLOWDOWN = 0.05  # the slowdown the gate is to catch in a GPU-bound case, nine times in ten
 APART_P = 0.01  # a part's runs stand apart from the case's others below this p-value
@@ -29,7 +30,7 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def board_frame(cases: Mapping[str, Mapping[str, Any]], floor: float = gate.DEFAULT_FLOOR) -> pd.DataFrame:
+def board_frame(cases: Mapping[str, Mapping[str, Any]], floor: float = checks.DEFAULT_FLOOR) -> pd.DataFrame:
     """One row per case and board part with at least ``stats.MIN_RUNS`` stored runs, most apart first."""
     rows = [row for name, entry in cases.items() for row in _rows(name, entry, floor)]
     frame = pd.DataFrame(rows, columns=COLUMNS[:-2])

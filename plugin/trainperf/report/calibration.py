@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainperf import host_work_gate
-from trainperf.report.document import RunDocument
+from trainperf.judge import host_work_check, policy
+from trainperf.record.document import RunDocument
 
 
 def judged_medians(document: RunDocument) -> dict[str, float]:
@@ -25,11 +25,10 @@ def judged_figures(document: RunDocument) -> dict[str, dict[str, float]]:
         busy = ((info.get("clocks") or {}).get("during") or {}).get("gpu_busy_share")
         calls, step_calls = info.get("host_calls") or [], info.get("host_step_calls") or []
         torch_calls = info.get("host_torch_calls") or []
-        for key, value in host_work_gate.history_figures(calls, busy, step_calls, torch_calls).items():
+        for key, value in host_work_check.history_figures(calls, busy, step_calls, torch_calls).items():
             figures.setdefault(key, {})[case["name"]] = value
     return figures
 
 
 def _judged(case: Mapping[str, Any]) -> bool:
-    checks = case["extra_info"].get("checks") or []
-    return any(isinstance(c, dict) and c.get("name") == "baseline" and c.get("passed") is not None for c in checks)
+    return policy.time_judged(case["extra_info"].get("checks") or [])

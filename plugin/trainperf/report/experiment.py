@@ -11,12 +11,12 @@ from typing import Any
 
 import pandas as pd
 
-from trainperf.case import REFERENCE
+from trainperf.record.document import RunDocument, cases_frame, merged_cases
 from trainperf.report import charts
-from trainperf.report.document import RunDocument, cases_frame, merged_cases
 from trainperf.report.headline import Headline, build_headline, speedups
 from trainperf.report.memory_view import MemoryView, memory_table, memory_views
 from trainperf.report.tables import display_cases, top_table
+from trainperf.spec.optimization import REFERENCE
 
 
 @dataclass(frozen=True)

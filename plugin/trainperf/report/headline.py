@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from trainperf.case import REFERENCE
 from trainperf.report.units import rate_text
+from trainperf.spec.optimization import REFERENCE
 
 VERDICTS = ("pass", "fail", "unreliable")
 

@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from trainperf.report.document import CaseEntry
+from trainperf.record.result import CaseEntry
 from trainperf.report.experiment import profile_view
 from trainperf.report.pages import table_html
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from trainperf.report.document import RunDocument, cases_frame
+from trainperf.record.document import RunDocument, cases_frame
 from trainperf.report.escape import markdown_text
 from trainperf.report.tables import display_cases, markdown_table
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainperf import host_work_gate
-from trainperf.report.document import CaseEntry
+from trainperf.judge import host_work_check
+from trainperf.record.result import CaseEntry
 from trainperf.report.lines import scaling_efficiency
 
 
@@ -23,7 +23,7 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
         "trainperf_min_detectable_slowdown": info["min_detectable_slowdown"],
         "trainperf_slowdown_caught_9_in_10": info.get("slowdown_caught_9_in_10"),
         "trainperf_min_detectable_host_work": info.get("min_detectable_host_work"),
-        "trainperf_host_calls": host_work_gate.typical(calls or []),
+        "trainperf_host_calls": host_work_check.typical(calls or []),
         "trainperf_samples_per_s": round(info["samples_per_second"], 1),
         "trainperf_sample_unit": info["sample_unit"],
         "trainperf_mfu": None if mfu is None else round(mfu, 4),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from trainperf.report.document import CaseEntry
+from trainperf.record.result import CaseEntry
 
 
 def training_log_line(entry: CaseEntry) -> str:
@@ -71,15 +71,3 @@ def _peak_per_gpu(entry: CaseEntry, ddp: CaseEntry | None) -> str:
     if ddp is None or ddp is entry or not ddp["extra_info"].get("peak_memory_bytes"):
         return text
     return text + f" ({peak / ddp['extra_info']['peak_memory_bytes']:.2f}x {ddp['name'].split('/', 1)[1]}'s)"
-
-
-def memory_line(case: str, memory: dict[str, Any]) -> str:
-    """'gpt2/x: memory snapshot DIR/memory-snapshot.pickle (pytorch.org/memory_viz); peak MiB by phase: ...'"""
-    peaks = ", ".join(f"{phase} {mib:,.0f}" for phase, mib in memory["phase_peak_mib"].items())
-    return f"{case}: memory snapshot {memory['snapshot']} (pytorch.org/memory_viz); peak MiB by phase: {peaks}"
-
-
-def first_line(error: BaseException, limit: int = 200) -> str:
-    """The error's message on one line, at most ``limit`` characters."""
-    text = str(error).strip().splitlines()
-    return text[0][:limit] if text else "(no message)"

@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from trainperf.report import charts, memory_timeline
+from trainperf.measure import memory_timeline
+from trainperf.report import charts
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ from typing import Any
 
 import pandas as pd
 
-from trainperf import baselines, gate, host_work_gate, stats
+from trainperf.judge import checks, host_work_check, stats
+from trainperf.store import baselines
 
 
-def noise_frame(cases: Mapping[str, Mapping[str, Any]], floor: float = gate.DEFAULT_FLOOR) -> pd.DataFrame:
+def noise_frame(cases: Mapping[str, Mapping[str, Any]], floor: float = checks.DEFAULT_FLOOR) -> pd.DataFrame:
     """One row per case, widest ``detects`` first (the cases the gate protects least): the runs recorded
     and accepted since, their center, the run medians' and the iterations' spread, the slowdown the gate
     fails (``detects``, caught half the time) and the one it catches nine times in ten, what set the
@@ -54,7 +55,7 @@ def host_work_detects(entry: Mapping[str, Any], floor: float) -> float | None:
     waited for the host (a GPU busy under 90%), or where no busy share was kept (a CPU); else None: such a
     case is judged on its host work only in a run whose GPU waits."""
     calls = baselines.stored_calls(entry)
-    return host_work_gate.threshold(calls, None if not calls.gpu_busy_shares else 1.0, floor)
+    return host_work_check.threshold(calls, None if not calls.gpu_busy_shares else 1.0, floor)
 
 
 def set_by(noise: stats.RunNoise, floor: float) -> str:
@@ -83,7 +84,7 @@ def render(frame: pd.DataFrame) -> str:
 
 
 def threshold_changes(
-    before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]], floor: float = gate.DEFAULT_FLOOR
+    before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]], floor: float = checks.DEFAULT_FLOOR
 ) -> list[str]:
     """One line per case of ``after`` whose threshold differs from ``before``'s (a case new in ``after``
     included): its runs and the slowdown the gate fails, before and after, so that a history that widened

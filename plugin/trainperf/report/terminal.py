@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trainperf import baselines
-from trainperf.report import profile_summary
-from trainperf.report.document import cases_frame
-from trainperf.report.tables import display_cases
-from trainperf.session import PerfSession
+from trainperf.profile.profiler import CaseProfile
+from trainperf.record.document import cases_frame
+from trainperf.record.profile_summary import top_records
+from trainperf.record.session import PerfSession
+from trainperf.report.tables import display_cases, top_table
+from trainperf.store import baselines
 
 
 def cases_text(entries: Sequence[Mapping[str, Any]]) -> str:
@@ -31,7 +32,7 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
         terminal.write_line(f"{case['name']}: {case['verdict']}: {case['reason']}")
     for result in session.results:
         if result.profile is not None:
-            for line in profile_summary.lines(result.key, result.profile):
+            for line in profile_lines(result.key, result.profile):
                 terminal.write_line(line)
     if session.changes:
         terminal.write_line(f"baselines written to {session.baseline_file}:")
@@ -69,3 +70,18 @@ def _write_skipped(terminal: Any) -> None:
     for report in terminal.stats.get("skipped", []):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         terminal.write_line(f"skipped: {report.nodeid}: {reason.removeprefix('Skipped: ')}")
+
+
+def profile_lines(key: str, case: CaseProfile) -> list[str]:
+    """A heading, the Top-5 table and the roofline reasons, for the terminal."""
+    found = case.profile
+    if found is None:
+        return [f"{key}: no profile ({case.error})"]
+    heading = f"{key}: Top-5 {found.unit}s of one iteration ({found.iteration_ms:.2f} ms), {found.tool}"
+    heading += f", {case.seconds:.0f} s to profile"
+    if found.bottleneck is not None:
+        heading += f"\n  {found.bottleneck.verdict}: {found.bottleneck.reason}"
+    rows = top_records(case)
+    table = top_table(rows, found.unit, full_names=False)
+    reasons = [f"  {rank}. {row['reason']}" for rank, row in enumerate(rows, 1) if row.get("reason")]
+    return [heading, *("  " + line for line in table.to_string(index=False).splitlines()), *reasons]

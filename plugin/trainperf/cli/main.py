@@ -1,0 +1,202 @@
+"""``trainperf``: reports from run documents, without re-running anything; their medians into the history.
+
+trainperf report RUN.json [RUN.json ...] -o DIR   write DIR/report.html and DIR/report.md
+trainperf compare A.json B.json                  per-case differences from A to B
+trainperf export RUN.json --format F -o DIR      the figures for github-action-benchmark or Bencher
+trainperf summary RUN.json                       a GitHub Actions job summary (Markdown) on stdout
+trainperf calibrate RUN.json [RUN.json ...]      add the runs' judged medians to the baselines' history
+trainperf noise BASELINE.json [--boards]         per case: its measured noise and the slowdown it catches;
+                                                 --boards: where its runs split by the GPU board's part
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from trainperf.judge import checks
+from trainperf.record.document import RunDocument, RunDocumentError, cases_frame, load, merged_cases
+from trainperf.report import exports
+from trainperf.report.calibration import judged_figures, judged_medians
+from trainperf.store import baselines
+from trainperf.store.baselines import BaselineError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except BrokenPipeError:  # the reader went away early (``| head``): it had what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 0
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="trainperf",
+        description="Reports from trainperf run documents, and their medians into the baselines' history.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="write report.html and report.md from run documents")
+    report.add_argument("runs", nargs="+", type=Path, help="run.json files (a case in several: the last wins)")
+    report.add_argument("-o", "--output", type=Path, required=True, help="folder for the report")
+    compare = commands.add_parser("compare", help="print per-case differences between two run documents")
+    compare.add_argument("before", type=Path)
+    compare.add_argument("after", type=Path)
+    export = commands.add_parser("export", help="write a run's figures for a dashboard")
+    export.add_argument("run", type=Path)
+    export.add_argument("--format", choices=exports.FORMATS, required=True, help="the dashboard's format")
+    export.add_argument("-o", "--output", type=Path, required=True, help="folder for the files")
+    summary = commands.add_parser("summary", help="print a run as a GitHub Actions job summary (Markdown)")
+    summary.add_argument("run", type=Path)
+    calibrate = commands.add_parser(
+        "calibrate", help="add the judged medians of runs of the recorded code to the baselines' history, as "
+        "--perf-calibrate would have (add each run once)",
+    )  # fmt: skip
+    calibrate.add_argument("runs", nargs="+", type=Path, help="run.json files")
+    calibrate.add_argument(
+        "--baseline-dir", type=Path, default=Path(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines")),
+        help="folder of the per-device baseline files (default: $TRAINPERF_BASELINE_DIR or baselines)",
+    )  # fmt: skip
+    noise = commands.add_parser(
+        "noise", help="print per case of a baseline file its measured noise and the slowdown the gate catches"
+    )
+    noise.add_argument("baseline", type=Path, help="a per-device baseline file (baselines/<device>.json)")
+    noise.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text")
+    noise.add_argument(
+        "--boards", action="store_true", help="the board parts whose stored runs stand apart from the case's others"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "noise":
+            return _noise(args.baseline, args.only, args.boards)
+        if args.command == "summary":
+            from trainperf.report.job_summary import render
+
+            print(render(load(args.run)), end="")
+            return 0
+        if args.command in ("report", "export") and args.output.exists() and not args.output.is_dir():
+            raise RunDocumentError(f"-o {args.output}: a file is there, not a folder")
+        if args.command == "export":
+            for path in exports.write(_with_cases(load(args.run)).cases, args.format, args.output):
+                print(f"trainperf: wrote {path}")
+            return 0
+        if args.command == "report":
+            return _report([load(path) for path in args.runs], args.output)
+        if args.command == "calibrate":
+            return _calibrate([load(path) for path in args.runs], args.baseline_dir)
+        return _compare(_with_cases(load(args.before)), _with_cases(load(args.after)))
+    except (RunDocumentError, BaselineError) as error:
+        print(f"trainperf: {error}", file=sys.stderr)
+        return 2
+
+
+def _with_cases(document: RunDocument) -> RunDocument:
+    if not document.cases:
+        raise RunDocumentError(f"{document.path}: no cases in it")
+    return document
+
+
+def _report(documents: list[RunDocument], output: Path) -> int:
+    from trainperf.report.experiment import build_report
+    from trainperf.report.pages import write_html, write_markdown
+
+    report = build_report(documents)
+    for path in (write_html(report, output), write_markdown(report, output)):
+        print(f"trainperf: wrote {path}")
+    return 0
+
+
+def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
+    """Per case: median ms before and after, the change, host calls per iteration, speedups and verdicts;
+    a case in one only shows blanks on the other side, as does a run that counted no calls."""
+    columns = ["case", "median_ms", "host_calls", "speedup", "verdict"]
+    old = cases_frame(merged_cases([before]))[columns]
+    new = cases_frame(merged_cases([after]))[columns]
+    both = old.merge(new, on="case", how="outer", suffixes=(" A", " B"), sort=False)
+    change = both["median_ms B"] / both["median_ms A"] - 1.0
+    return pd.DataFrame(
+        {
+            "case": both["case"],
+            "A ms": both["median_ms A"].map(_number),
+            "B ms": both["median_ms B"].map(_number),
+            "change": change.map(lambda v: "" if pd.isna(v) else f"{v:+.1%}"),
+            "A calls": both["host_calls A"].map(_count),
+            "B calls": both["host_calls B"].map(_count),
+            "A speedup": both["speedup A"].map(_times),
+            "B speedup": both["speedup B"].map(_times),
+            "A verdict": both["verdict A"].fillna("(absent)"),
+            "B verdict": both["verdict B"].fillna("(absent)"),
+        }
+    )
+
+
+def _calibrate(documents: list[RunDocument], directory: Path) -> int:
+    """Each run's judged medians into the history of its device's baseline file; then, per file, the
+    cases whose threshold the added runs moved."""
+    from trainperf.report.noise_table import threshold_changes
+
+    before: dict[Path, dict[str, dict[str, Any]]] = {}
+    for document in documents:
+        slug = document.machine.get("slug")
+        if not slug:
+            raise RunDocumentError(f"{document.path}: no device in its machine_info: not a trainperf run document")
+        path = baselines.baseline_path(directory, slug)
+        if not path.exists():
+            raise BaselineError(f"{path}: no baseline file for {slug}; record one with --update-baselines")
+        before.setdefault(path, baselines.load(path))
+        medians = judged_medians(document)
+        board = document.machine.get("board_part_number")
+        added = baselines.add_history(path, slug, medians, judged_figures(document), board)
+        if not added:
+            raise RunDocumentError(f"{document.path}: no case's time was judged against a baseline in {path}")
+        print(f"trainperf: {len(added)} judged case(s) of {document.path} added to the history in {path}")
+    for path, cases in before.items():
+        changes = threshold_changes(cases, baselines.load(path))
+        print(f"trainperf: {path}: {len(changes) or 'no'} case(s) with a new threshold")
+        print("\n".join(f"  {line}" for line in changes), end="\n" if changes else "")
+    return 0
+
+
+def _noise(path: Path, only: str, boards: bool) -> int:
+    from trainperf.report import board_groups
+    from trainperf.report.noise_table import noise_frame, render
+
+    if not path.is_file():
+        raise BaselineError(f"{path}: no such baseline file")
+    cases = {name: entry for name, entry in baselines.load(path).items() if only in name}
+    if not cases:
+        raise BaselineError(f"{path}: no case" + (f" whose name contains {only!r}" if only else ""))
+    print(f"{path}: {len(cases)} case(s), the gate's default floor {checks.DEFAULT_FLOOR:.0%} (a case's own raises it)")
+    print(board_groups.render(board_groups.board_frame(cases)) if boards else render(noise_frame(cases)))
+    return 0
+
+
+def _compare(before: RunDocument, after: RunDocument) -> int:
+    print(f"A: {before.path} ({before.machine.get('name', 'unknown device')})")
+    print(f"B: {after.path} ({after.machine.get('name', 'unknown device')})")
+    if before.machine.get("name") != after.machine.get("name"):
+        print("note: A and B ran on different devices: the differences include the device")
+    print(compare_table(before, after).to_string(index=False))
+    return 0
+
+
+def _number(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:.3f}"
+
+
+def _count(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:,.0f}"
+
+
+def _times(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:.2f}x"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""The ``trainperf`` fixture's object: runs a case, has it judged, and records what it measured.
+
+It orchestrates only: ``runner`` (or ``distributed``) measures, ``verdict`` judges, ``profile`` re-runs
+the case under a profiler, ``session`` keeps the record that every report reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from trainperf.hooks.late_confirmation import ConfirmLater, LateConfirmation
+from trainperf.hooks.publish import record_case, save_progress
+from trainperf.judge import checks, policy, stats
+from trainperf.judge.checks import CheckName
+from trainperf.measure import fresh_process, time_limit
+from trainperf.measure.errors import first_line
+from trainperf.measure.measurement import Measurement, combined
+from trainperf.measure.runner import release_memory, run_case
+from trainperf.record.result import CaseResult
+from trainperf.record.session import PerfSession
+from trainperf.report import junit, lines
+from trainperf.spec.case import CaseSpec, case_key
+from trainperf.spec.optimization import REFERENCE, Optimization
+from trainperf.spec.workload import Workload
+
+
+@dataclass
+class TrainPerf:
+    """Handed to a test as ``trainperf``: ``trainperf.run(workload, optimization, reference=...)``."""
+
+    session: PerfSession
+    nodeid: str
+    marker_iters: int | None
+    marker_warmup: int | None
+    record_property: Callable[[str, object], None]
+    marker_timeout: float | None = None
+    late: LateConfirmation | None = None  # where a second measurement waits for the end of the session
+
+    def run(
+        self, workload: Workload, optimization: Optimization, reference: Optimization | None = None
+    ) -> CaseResult | None:
+        """Train the case, gate it, record it; fails the test naming the case, figures and thresholds.
+        ``reference`` is the ladder's reference case (``Ladder.reference``), measured on demand when this run
+        has not measured it yet. In the child process of ``--profile``, trains one marked iteration instead."""
+        spec = self._spec(workload, optimization)
+        self._skip_where_unavailable(spec)
+        declared = Optimization(REFERENCE) if reference is None else reference
+        child = self.session.child
+        if child is not None and child.measure is not None:  # a fresh process measuring for its parent
+            fresh_process.write(run_case(spec.but(declared) if child.measure == REFERENCE else spec), child.out_dir)
+            return None
+        if child is not None:
+            from trainperf.measure.marked_iteration import run_marked_iteration
+
+            run_marked_iteration(spec, child.out_dir, child.torch)
+            return None
+        try:
+            result = self._judged(spec, declared)
+        except time_limit.CaseTimeout as error:
+            self.session.record_unfinished(spec.key, self.nodeid, "timeout", str(error))
+            save_progress(self.session)
+            pytest.fail(str(error), pytrace=False)
+        except pytest.fail.Exception as failure:  # out of memory, a data-parallel rank's failure
+            self.session.record_unfinished(spec.key, self.nodeid, "fail", first_line(failure))
+            save_progress(self.session)
+            raise
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (``termination``): every report names the case cut off
+            self.session.record_unfinished(spec.key, self.nodeid, "interrupted", "the session was stopped while it ran")
+            save_progress(self.session)
+            raise
+        except Exception as error:  # the test fails with its traceback; every report names the case
+            reason = f"{type(error).__name__}: {first_line(error)}"
+            self.session.record_unfinished(spec.key, self.nodeid, "error", reason)
+            save_progress(self.session)
+            error.add_note(f"trainperf: the error above ended case {spec.key}")
+            raise
+        measurement = result.measurement
+        if measurement.communication is not None and self.session.profiling is not None:
+            self.session.note(f"{spec.key}: not profiled: a data-parallel case runs one process per GPU")
+        elif self.session.profiling is not None:
+            from trainperf.hooks.attach_profile import attach_profile
+
+            attach_profile(self.session, self.nodeid, result)
+        entry = record_case(self.session, result)
+        for name, value in junit.properties(entry).items():
+            self.record_property(name, value)
+        for check in result.checks:
+            if check.name == CheckName.CLOCKS or check.noted:
+                self.session.note(check.message)
+        if measurement.sample_unit == "images":
+            self.session.note(lines.training_log_line(entry))
+        if measurement.communication is not None:
+            self.session.note(lines.communication_line(entry, self.session.entries))
+        failed = checks.failures(result.checks)
+        if failed:
+            pytest.fail("\n".join(check.message for check in failed), pytrace=False)
+        return result
+
+    def _spec(self, workload: Workload, optimization: Optimization) -> CaseSpec:
+        """The case at this device's size, with its iterations: option > marker > the workload's."""
+        size, settings = self.session.size, self.session.settings
+        default_warmup, default_iters = workload.iterations(size)
+        warmup = next(x for x in (settings.warmup, self.marker_warmup, default_warmup) if x is not None)
+        iters = next(x for x in (settings.iters, self.marker_iters, default_iters) if x is not None)
+        return CaseSpec(workload, optimization, self.session.device, size, warmup, iters)
+
+    def _skip_where_unavailable(self, spec: CaseSpec) -> None:
+        optimization, device = spec.optimization, spec.device
+        if optimization.needs_cuda and device.type != "cuda":
+            pytest.skip(f"{spec.key} runs on CUDA only: {optimization.needs_cuda}")
+        if missing := optimization.missing_package():
+            pytest.skip(f"{spec.key} {missing}")
+        if optimization.ddp is not None:
+            from trainperf.measure.distributed import unavailable
+
+            reason = unavailable(device)
+            if reason is not None:
+                pytest.skip(f"{spec.key}: {reason}")
+
+    def _measure_runs(self, spec: CaseSpec) -> Measurement:
+        """The case measured in as many independent runs as the session asks (several when recording
+        baselines: their spread is its run-to-run noise): here, then each further one in a fresh process."""
+        runs = self.session.settings.runs_per_case
+        first = self._measure(spec)
+        if runs == 1:
+            return first
+        return combined([first, *(self._measure_afresh(spec) for _ in range(runs - 1))])
+
+    def _measure_afresh(self, spec: CaseSpec, reference: Optimization | None = None) -> Measurement:
+        """The case (or, given, its reference) measured in a fresh process; here again, with a note, if the
+        child fails, unless a case takes several runs (one in this process would understate its noise). A
+        data-parallel case needs no child: each run spawns its ranks afresh (under a launcher, each rank's)."""
+        if reference is None and spec.optimization.ddp is not None:
+            return self._measure(spec)
+        children = self.session.children
+        what = "case" if reference is None else REFERENCE
+        if children is not None:
+            try:
+                return fresh_process.measure(children, self.nodeid, what, spec.warmup, spec.iters)
+            except fresh_process.IsolatedRunError as error:
+                if (runs := self.session.settings.runs_per_case) > 1:  # no second measurement is taken then
+                    pytest.fail(f"{spec.key}: not recorded: each of its {runs} runs must be fresh: {error}", False)
+                self.session.note(f"{spec.key}: {error}; measured in the test process instead")
+        return self._measure(spec) if reference is None else run_case(spec.but(reference))
+
+    def _judged(self, spec: CaseSpec, declared: Optimization) -> CaseResult:
+        """The case judged; one that looks slower or short of its speedup is measured again (``_confirmed``)."""
+        late = self.late
+        held = None if late is None else late.take(self.nodeid, spec.key)
+        if held is not None:  # this item's run at the end of the session
+            return self._confirmed(spec, held.first, held.suspect, declared, time.monotonic() - held.at)
+        measurement = self._measure_runs(spec)
+        first = self._result(spec, measurement, self._reference(spec, measurement, declared))
+        suspect = self._second_measurement_due(spec, first)
+        if suspect and late is not None and late.may_hold(self.nodeid):
+            late.hold(self.nodeid, spec.key, first, suspect)
+            why = "; ".join(suspect.values())
+            self.session.record_waiting(spec.key, self.nodeid, why)
+            save_progress(self.session)
+            self.session.progress(f"{spec.key}: measured again at the end of the session ({why})")
+            raise ConfirmLater(spec.key)
+        return self._confirmed(spec, first, suspect, declared, None) if suspect else first
+
+    def _second_measurement_due(self, spec: CaseSpec, first: CaseResult) -> dict[str, str]:
+        """The failed checks' messages that a second measurement may change (``policy.measured_again``),
+        counted against --perf-confirmations; empty where none may be taken."""
+        session = self.session
+        suspect = policy.measured_again(first.checks, has_baseline=session.stored_baseline(spec.key) is not None)
+        if not suspect:
+            return {}
+        why_not = policy.why_not_again(
+            used=session.confirmations,
+            budget=session.settings.confirmations,
+            launched_data_parallel=session.launch is not None and spec.optimization.ddp is not None,
+            runs=len(first.measurement.run_medians_ms),
+        )
+        if why_not is not None:
+            if why_not:
+                session.note(f"{spec.key}: {why_not}")
+            return {}
+        session.confirmations += 1
+        return suspect
+
+    def _confirmed(
+        self, spec: CaseSpec, first: CaseResult, suspect: dict[str, str], declared: Optimization, waited_s: float | None
+    ) -> CaseResult:
+        """The case measured again in a fresh process (its reference too where the speedup fell short), at
+        once (``waited_s`` None) or at the end of the session; the verdict is the second's, its messages both."""
+        session, found = self.session, "; ".join(suspect.values())
+        started = time.perf_counter()
+        if waited_s is None:
+            session.progress(f"{spec.key}: measuring again before failing it ({found})")
+        measurement = self._measure_afresh(spec)
+        reference = session.references[(spec.workload.name, spec.warmup, spec.iters)]
+        if spec.optimization.name == REFERENCE:
+            reference = measurement  # a reference's speedup is over itself, never over its first measurement
+        elif policy.reference_again(suspect):
+            reference = self._measure_afresh(spec, declared)
+        second = self._result(spec, measurement, reference)
+        second.checks = [policy.with_first(check, suspect.get(check.name)) for check in second.checks]
+        seconds = time.perf_counter() - started
+        second.confirmation = {
+            "first": list(suspect.values()),
+            "seconds": seconds,
+            "after_first_s": None if waited_s is None else round(waited_s, 1),
+            "reference_again": policy.reference_again(suspect),
+        }
+        held = "confirmed" if checks.failures(second.checks) else "not confirmed"
+        when = f"({seconds:.0f} s" + (")" if waited_s is None else f", {waited_s:.0f} s after the first)")
+        at = "" if waited_s is None else " at the end of the session"
+        session.note(f"{spec.key}: {held} by a second measurement{at} {when}, {second.figures}; the first: {found}")
+        return second
+
+    def _measure(self, spec: CaseSpec) -> Measurement:
+        """The case's run; running out of device memory fails this case alone, its memory released."""
+        if spec.optimization.ddp is not None:
+            return self._measure_data_parallel(spec)
+        try:
+            return self._limited(spec)
+        except torch.OutOfMemoryError as error:
+            out_of_memory = first_line(error, 300)
+        release_memory(spec.device)  # outside the except block: its traceback no longer holds the case's tensors
+        pytest.fail(f"{spec.key}: ran out of {spec.device.type} memory: {out_of_memory} (memory released)", False)
+
+    def _measure_data_parallel(self, spec: CaseSpec) -> Measurement:
+        """One process per GPU (two on the CPU); any rank's failure fails the case, naming the ranks."""
+        from trainperf.measure import distributed
+        from trainperf.profile.profiler import case_folder
+
+        report = self.session.settings.report
+        keep = None if report is None else case_folder(report / "data-parallel", spec.key)
+        try:
+            return distributed.run_case(spec, keep)
+        except distributed.DistributedError as error:
+            failure = str(error)
+        pytest.fail(f"{spec.key}: data-parallel run failed: {failure}", pytrace=False)
+
+    def _reference(self, spec: CaseSpec, measurement: Measurement, declared: Optimization) -> Measurement:
+        """The workload's reference case of this run; measured now if no reference case ran yet."""
+        slot = (spec.workload.name, spec.warmup, spec.iters)
+        if spec.optimization.name == REFERENCE:
+            self.session.references[slot] = measurement
+        if slot not in self.session.references:
+            what = f"the speedup of {spec.optimization.name}"
+            self.session.note(f"{spec.workload.name}: reference case measured on demand for {what}")
+            self.session.references[slot] = self._limited(spec.but(declared))
+        return self.session.references[slot]
+
+    def _limited(self, spec: CaseSpec) -> Measurement:
+        """``run_case(spec)`` under the case's time limit: --perf-timeout, the marker's, or the default."""
+        default = time_limit.default_limit_s(spec.warmup, spec.iters)
+        seconds = next(x for x in (self.session.settings.timeout, self.marker_timeout, default) if x is not None)
+        why = time_limit.unavailable()
+        if why is not None:
+            self.session.note(f"no per-case time limit: {why}")
+            return self._run_recording_memory(spec)
+        how = "raise it with --perf-timeout=S or @pytest.mark.trainperf(timeout=S)"
+        with time_limit.time_limit(seconds, spec.key, how):
+            return self._run_recording_memory(spec)
+
+    def _run_recording_memory(self, spec: CaseSpec) -> Measurement:
+        """``run_case(spec)``; under --perf-memory-snapshot, one more iteration with the memory history on."""
+        if not self.session.settings.memory_snapshot:
+            return run_case(spec)
+        from trainperf.measure import memory_snapshot
+
+        return memory_snapshot.run_recording(spec, self.session.settings.report, self.session.note)
+
+    def _result(self, spec: CaseSpec, measurement: Measurement, reference: Measurement) -> CaseResult:
+        session, workload, optimization = self.session, spec.workload, spec.optimization
+        summary = stats.summarize(measurement.samples_ms)
+        reference_median = stats.summarize(reference.samples_ms).median
+        rate = measurement.per_second(measurement.samples_per_iteration, summary.median)
+        speedup = rate / reference.per_second(reference.samples_per_iteration, reference_median)
+        stored, calls = session.stored_baseline(spec.key), session.stored_calls(spec.key)
+        figures = policy.Figures(
+            key=spec.key,
+            optimization=optimization,
+            metric=workload.metric,
+            measurement=measurement,
+            reference=reference,
+            speedup=speedup,
+            stored=stored,
+            stored_calls=calls,
+            reference_stored=session.stored_baseline(case_key(workload.name, REFERENCE)),
+            device_type=spec.device.type,
+            strict=session.settings.strict and not session.settings.update_baselines,
+        )
+        judged = policy.judge(figures, update_baselines=session.settings.update_baselines)
+        return CaseResult(
+            key=spec.key,
+            nodeid=self.nodeid,
+            workload=workload.name,
+            optimization=optimization.name,
+            knobs=optimization.knobs(),
+            metric_name=workload.metric.name,
+            measurement=measurement,
+            summary=summary,
+            speedup=speedup,
+            baseline_median_ms=None if stored is None else stored.noise().center_ms,
+            checks=judged,
+            peak_flops=session.peak_flops,
+            baseline_summary=None if stored is None else stats.summarize(stored.samples_ms),
+            detection=policy.detection(optimization, stored, calls, measurement),
+        )

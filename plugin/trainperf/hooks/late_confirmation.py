@@ -1,0 +1,99 @@
+"""A case that looks slower is measured again at the end of the session, not right away.
+
+What slowed a first measurement (a fresh machine's first minutes, another guest's burst) can last long
+enough to slow a second one taken seconds later in the same state (docs/evidence/h200-fresh-host-runs.md);
+minutes later, after the other cases, such a transient is less likely to last, while a regression of the
+code still does. The test of such a case stops after its first measurement (``ConfirmLater``) and its
+reports are held back; after the last item the test runs again, takes the held measurement, measures the
+case afresh and reports once. A session that ends before it (Ctrl-C, SIGTERM) names each such case and
+keeps its first measurement's figures (``unjudged``).
+Not under pytest-xdist's workers (their controller expects each item's reports in turn) nor in processes
+of a launched group (every rank must run the same cases in the same order): there the second
+measurement follows the first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from _pytest.runner import runtestprotocol
+
+if TYPE_CHECKING:
+    from trainperf.record.result import CaseResult
+
+PLUGIN_NAME = "trainperf-late-confirmation"
+
+
+class ConfirmLater(BaseException):  # an outcome, as pytest's own Skipped and Failed are
+    """Ends a test whose case will be measured again at the end of the session; never reported."""
+
+
+@dataclass
+class Held:
+    """A case's first measurement, its failed checks' messages, and when it was taken."""
+
+    first: CaseResult
+    suspect: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+
+
+class LateConfirmation:
+    """pytest hooks that hold back the items whose case waits for its second measurement, then run them
+    again after the last item."""
+
+    def __init__(self) -> None:
+        self.held: dict[tuple[str, str], Held] = {}  # by node id and case
+        self.waiting: list[pytest.Item] = []
+
+    def may_hold(self, nodeid: str) -> bool:
+        """Whether this item runs for the first time: in its run at the end, a case is measured again at once."""
+        return all(item.nodeid != nodeid for item in self.waiting)
+
+    def hold(self, nodeid: str, case: str, first: CaseResult, suspect: dict[str, str]) -> None:
+        self.held[(nodeid, case)] = Held(first, suspect)
+
+    def take(self, nodeid: str, case: str) -> Held | None:
+        """The case's held first measurement, in the item's run at the end; None otherwise."""
+        return None if self.may_hold(nodeid) else self.held.get((nodeid, case))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        """As pytest's own protocol for an item of trainperf cases, its reports kept back where one of its
+        cases was held; pytest's own for other items."""
+        if "trainperf" not in getattr(item, "fixturenames", ()):
+            return None
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        if any(nodeid == item.nodeid for nodeid, _ in self.held):
+            self.waiting.append(item)
+        else:
+            _log(item, reports)
+        return True
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        """After the last item, the held items run again. An interrupt, in the loop or in those runs,
+        propagates as pytest's own would; the cases still held are named at the end (``unjudged``)."""
+        result = yield
+        if session.shouldfail or session.shouldstop:
+            return result
+        for item in list(self.waiting):
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            _log(item, runtestprotocol(item, nextitem=None, log=False))
+            self.waiting.remove(item)
+            self.held = {key: held for key, held in self.held.items() if key[0] != item.nodeid}
+        return result
+
+    def unjudged(self) -> list[str]:
+        """The items still waiting for their second measurement, where the session ended before it."""
+        return [item.nodeid for item in self.waiting]
+
+
+def _log(item: pytest.Item, reports: list[pytest.TestReport]) -> None:
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)

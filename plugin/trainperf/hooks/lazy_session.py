@@ -1,0 +1,98 @@
+"""The run's ``PerfSession``, created when the first trainperf case is collected (it imports torch), with
+its device, its terminal progress lines and, under ``--profile``, its profiler set-up."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from trainperf.config.settings import Settings
+from trainperf.measure import launcher
+from trainperf.profile.child import ChildRun
+
+if TYPE_CHECKING:
+    import torch
+
+    from trainperf.measure.fresh_process import Children
+    from trainperf.record.session import PerfSession
+
+
+class LazySession:
+    """Holds the settings until a case needs the session; the xdist controller's merged lines too."""
+
+    def __init__(self, settings: Settings, child: ChildRun | None, config: pytest.Config, twin_only: bool) -> None:
+        self.settings = settings
+        self.child = child
+        self.config = config
+        self.twin_only = twin_only  # another plugin owns --profile: ours is --perf-profile alone
+        self.session: PerfSession | None = None
+        self.merged_lines: list[str] = []  # the xdist controller's summary of what its workers ran
+        self.baselines_before: dict[Path, dict[str, dict[str, Any]]] | None = None  # the controller's, to merge
+
+    def get(self) -> PerfSession:
+        if self.session is None:
+            self.session = self._start()
+        return self.session
+
+    def _start(self) -> PerfSession:
+        from trainperf.measure import device as devices
+        from trainperf.record.session import PerfSession
+
+        try:
+            launch = launcher.from_environment(os.environ)
+            if launch is not None and self.settings.device != "cpu":
+                devices.use_local_gpu(launch.local_rank)
+            chosen = devices.choose_device(self.settings.device)
+        except (RuntimeError, launcher.LaunchError) as error:
+            raise pytest.UsageError(str(error)) from None
+        session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child, launch=launch)
+        session.progress = self._progress
+        session.children = self._children(chosen)  # before profiling: its children run the same way
+        if self.twin_only:
+            session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
+        if self.settings.profile != "off" and self.child is None:
+            self._set_up_profiling(session, chosen)
+        return session
+
+    def _progress(self, text: str) -> None:
+        """One ``trainperf: ...`` line on the terminal now, even while the test's output is captured."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(f"trainperf: {text}")
+
+    def _children(self, device: torch.device) -> Children:
+        """How a child process re-runs a test node as this session would: rootdir, ini file, device."""
+        from trainperf.measure.fresh_process import Children
+
+        config = self.config
+        args = ["--rootdir", str(config.rootpath), f"--perf-device={device.type}"]
+        if config.inipath is not None:
+            args += ["-c", str(config.inipath)]
+        return Children(config.rootpath, tuple(args), self.settings.profile_timeout)
+
+    def _set_up_profiling(self, session: PerfSession, device: torch.device) -> None:
+        """The session's profiler backend, the profiles' folder and what the child's pytest needs."""
+        import os
+
+        import torch
+
+        from trainperf.profile.profiler import ProfileSetup, choose_backend
+
+        settings, config = self.settings, self.config
+        backend = choose_backend(
+            settings.profile, device.type, os.environ, torch.__version__, session.note, settings.profile_timeout
+        )
+        report = config.rootpath / ".trainperf" if settings.report is None else Path(settings.report).resolve()
+        root = report / "profiles"
+        children = session.children
+        assert children is not None
+        session.profiling = ProfileSetup(backend, root, children.rootdir, children.pytest_args, children.timeout_s)
+        session.note(f"profiles written under {root}")

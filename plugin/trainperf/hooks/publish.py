@@ -1,0 +1,162 @@
+"""What a run writes: each finished case handed to the store (under --update-baselines) and to the run
+document on disk as it finishes; at its end the baselines' changes and history, the run document and the
+report; under xdist the controller merges its workers' documents. The session itself does no I/O."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainperf.measure import workers
+from trainperf.record.document import case_entry
+from trainperf.record.run_file import write_progress, write_run_document
+from trainperf.report.baseline_changes import FILE as CHANGES_FILE
+from trainperf.report.baseline_changes import changes_document, changes_markdown, write_changes
+from trainperf.store import baselines
+from trainperf.store.baselines import BaselineError, changes_between, format_changes
+from trainperf.store.baselines import load as load_baselines
+
+if TYPE_CHECKING:
+    from trainperf.record.result import CaseEntry, CaseResult
+    from trainperf.record.session import PerfSession
+
+
+def load_stored(perf: PerfSession) -> None:
+    """Read this device's baseline file into the session; raises BaselineError for an unusable file."""
+    perf.stored = baselines.load(perf.baseline_file)
+
+
+def record_case(perf: PerfSession, result: CaseResult) -> CaseEntry:
+    """A finished case kept by the session, its baseline merged into this device's file (under
+    --update-baselines) and the run document on disk brought up to date."""
+    entry = case_entry(result)
+    perf.record(result, entry)
+    if result.key in perf.pending:
+        _write_baseline(perf, result.key)
+    save_progress(perf)
+    return entry
+
+
+def save_progress(perf: PerfSession) -> None:
+    """The run document as it stands, written after each case with --perf-report: a session killed
+    where it cannot write its reports (SIGKILL, the machine taken away) keeps every case it finished.
+    Of a launched group's ranks, the one that writes the reports at the end alone writes."""
+    if perf.settings.report is None or (perf.launch is not None and not perf.launch.reports):
+        return
+    write_progress(perf, perf.settings.report, workers.run_file(os.environ))
+
+
+def _write_baseline(perf: PerfSession, key: str) -> None:
+    """Merge one recorded case into this device's file as soon as it finishes, so that a run cut short
+    (a CI time limit, a kill) keeps every case it finished. A failed write stops the writes; ``publish``
+    reports it at the run's end."""
+    if perf.baseline_error is not None:
+        return
+    try:
+        perf.changes += baselines.update(perf.baseline_file, perf.fingerprint.slug, {key: perf.pending[key]})
+    except (baselines.BaselineError, OSError) as error:
+        perf.baseline_error = error
+
+
+def _write_history(perf: PerfSession) -> list[str]:
+    """Under --perf-history (--perf-calibrate): the accepted (judged) cases' medians added to their
+    baselines' history."""
+    if not (perf.keeps_history and perf.accepted and not perf.settings.update_baselines):
+        return []
+    board = perf.fingerprint.board_part_number
+    return baselines.add_history(perf.baseline_file, perf.fingerprint.slug, perf.accepted, perf.accepted_figures, board)
+
+
+def publish(perf: PerfSession) -> bool:
+    """Write the run document and the report, then the baselines (under --update-baselines) and their
+    changes, noting where each went. The run's record comes first and stands whatever the baseline write
+    meets; a failed write is one note, and False. Of a launched group's ranks, rank 0 alone writes."""
+    if perf.launch is not None and not perf.launch.reports:
+        perf.note(f"rank {perf.launch.rank} of {perf.launch.world}: rank 0 writes the run document and baselines")
+        return True
+    report = perf.settings.report
+    if report is not None and (perf.results or perf.unfinished):
+        path = write_run_document(perf, report, workers.run_file(os.environ))
+        perf.note(f"run document written to {path}")
+        if workers.worker_id(os.environ) is None:
+            perf.note(write_report(path))
+    try:
+        if perf.baseline_error is not None:  # the write that stopped the case-by-case writes
+            raise perf.baseline_error
+        added = _write_history(perf)
+    except BaselineError as error:  # names the file already
+        perf.note(f"baselines not written: {error}")
+        return False
+    except OSError as error:
+        perf.note(f"baselines not written: {error.filename or perf.baseline_file}: {error.strerror or error}")
+        return False
+    if added:
+        kind = "judged case(s), passed or failed (--perf-calibrate)," if perf.settings.calibrate else "passing case(s)"
+        perf.note(f"history: {len(added)} {kind} added to {perf.baseline_file}")
+    if perf.changes and report is not None and workers.worker_id(os.environ) is None:  # else: the controller
+        path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, report)
+        perf.note(f"baseline changes written to {path}")
+    return True
+
+
+def merge_workers(report: Path) -> list[str]:
+    """The controller of xdist workers: their run documents merged into run.json, and the report; the
+    lines that tell the terminal what the workers ran."""
+    from trainperf.record.document import cases_frame, load, merge
+    from trainperf.report.tables import display_cases
+
+    found = workers.worker_files(report)
+    if not found:
+        return []
+    merged = merge([load(path) for path in found])
+    path = report / workers.RUN_FILE
+    path.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+    names = ", ".join(p.name for p in found)
+    table = display_cases(cases_frame(merged["benchmarks"])).to_string(index=False).splitlines()
+    notes = [f"run documents of {len(found)} workers ({names}) merged into {path}", write_report(path)]
+    return table + ["note: " + note for note in [*merged["notes"], *notes]]
+
+
+def snapshot_baselines(directory: Path) -> dict[Path, dict[str, dict[str, Any]]]:
+    """Every readable baseline file of the folder, as loaded: what an xdist run's update changes."""
+    found = {}
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        with contextlib.suppress(BaselineError):
+            found[path] = load_baselines(path)
+    return found
+
+
+def merged_changes(before: dict[Path, dict[str, dict[str, Any]]], directory: Path, report: Path | None) -> list[str]:
+    """The xdist controller after --update-baselines: every worker's old -> new lines, and one
+    baseline-changes.md for them all under --perf-report."""
+    lines: list[str] = []
+    sections = []
+    for path, after in snapshot_baselines(directory).items():
+        changes = changes_between(before.get(path, {}), after)
+        if changes:
+            device = next(iter(after.values()), {}).get("fingerprint", {}).get("name", path.stem)
+            lines += [f"baselines written to {path}:", *("  " + line for line in format_changes(changes))]
+            sections.append(changes_markdown(changes, path, device))
+    if sections and report is not None:
+        report.mkdir(parents=True, exist_ok=True)
+        (report / CHANGES_FILE).write_text(changes_document(sections), encoding="utf-8")
+        lines.append(f"note: baseline changes of every worker written to {report / CHANGES_FILE}")
+    return lines
+
+
+def write_report(run_document: Path) -> str:
+    """report.html and report.md beside the run document; says where, or why not (the run stands)."""
+    from trainperf.record.document import load
+    from trainperf.report.experiment import build_report
+    from trainperf.report.pages import write_html, write_markdown
+
+    try:
+        report = build_report([load(run_document)])
+        html = write_html(report, run_document.parent)
+        write_markdown(report, run_document.parent)
+    except Exception as error:  # the run's results are written already: the report only adds a view of them
+        return f"report not written: {type(error).__name__}: {error}"
+    return f"report written to {html} (and report.md); re-render with: trainperf report {run_document} -o DIR"

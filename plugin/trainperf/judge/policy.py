@@ -1,0 +1,221 @@
+"""The verdict policy, in one place: which checks judge a case, which of them only note, which failures
+are measured again before they stand, and which cases count as judged.
+
+Every check reads the same ``Figures`` and returns a ``Check`` (or None where it does not apply), as
+``CHECKS`` lists them. A case is judged on accuracy and on time against its stored baseline, and where
+its GPU waits for the host on its host work; a case other than the reference also on its speedup (a
+shortfall within the measured noise of the case and its reference passes) and its peak memory. Under
+``--update-baselines`` a slower time or more host work is reported, not failed; on a throttled GPU
+neither the time nor the speedup is judged. Pure: no torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from trainperf.judge import checks, host_work_check, reference_checks, stats
+from trainperf.judge.checks import Check, CheckName
+from trainperf.measure.measurement import Measurement
+from trainperf.spec.optimization import REFERENCE, Metric, Optimization
+
+# reported, not failed, while baselines are recorded (--update-baselines): they are what is being recorded
+NOTED_WHEN_RECORDING = frozenset({CheckName.TIME, CheckName.HOST_WORK})
+# reported, not failed, when the GPU throttled while the case ran: its times say little about the code
+NOTED_WHEN_THROTTLED = frozenset({CheckName.TIME, CheckName.SPEEDUP})
+# failures a second measurement in a fresh process may undo; the time only where a baseline is stored
+# (no measurement supplies a missing one), and a speedup with its reference measured again too
+MEASURED_AGAIN = frozenset({CheckName.TIME, CheckName.SPEEDUP})
+REFERENCE_AGAIN = frozenset({CheckName.SPEEDUP})
+
+
+@dataclasses.dataclass(frozen=True)
+class Figures:
+    """What every check reads: the case's measured figures, its reference's of the same run, and the
+    figures stored for this device."""
+
+    key: str
+    optimization: Optimization
+    metric: Metric
+    measurement: Measurement
+    reference: Measurement
+    speedup: float
+    stored: checks.Baseline | None
+    stored_calls: host_work_check.StoredCalls | None
+    reference_stored: checks.Baseline | None
+    device_type: str
+    strict: bool
+
+    @property
+    def floor(self) -> float:
+        return slowdown_floor(self.optimization)
+
+    @property
+    def is_reference(self) -> bool:
+        return self.optimization.name == REFERENCE
+
+
+def _accuracy(f: Figures) -> Check:
+    tolerance = f.optimization.accuracy_tolerance
+    return checks.accuracy_check(
+        f.key,
+        f.measurement.metric,
+        reference=None if f.is_reference else f.reference.metric,
+        tolerance=f.metric.default_tolerance if tolerance is None else tolerance,
+        higher_is_better=f.metric.higher_is_better,
+        floor=f.metric.floor,
+        metric=f.metric.name,
+        losses=f.measurement.losses,
+        initial=f.measurement.initial_metric,
+        min_gain=f.metric.min_gain,
+    )
+
+
+def _time(f: Figures) -> Check:
+    found = checks.baseline_check(f.key, f.measurement.samples_ms, f.stored, strict=f.strict, floor=f.floor)
+    return checks.with_host(found, f.measurement.clocks.get("during") or {}, f.stored)
+
+
+def _host_work(f: Figures) -> Check | None:
+    m = f.measurement
+    return host_work_check.host_work_check(
+        f.key,
+        m.host_calls,
+        f.stored_calls,
+        m.gpu_busy_share,
+        floor=f.floor,
+        step_calls=m.host_step_calls,
+        fetch_calls=m.host_fetch_calls,
+        torch_calls=m.host_torch_calls,
+    )
+
+
+def _speedup(f: Figures) -> Check | None:
+    if f.is_reference:
+        return None
+    noise = reference_checks.speedup_noise(f.stored, f.reference_stored, f.floor)
+    return reference_checks.speedup_check(f.key, f.speedup, f.optimization.min_speedup.get(f.device_type), noise)
+
+
+def _memory(f: Figures) -> Check | None:
+    if f.is_reference:
+        return None
+    ratio = f.optimization.max_memory_ratio.get(f.device_type)
+    return reference_checks.memory_check(f.key, f.measurement.peak_memory_bytes, f.reference.peak_memory_bytes, ratio)
+
+
+def _clocks(f: Figures) -> Check | None:
+    return checks.clock_check(f.key, f.measurement.clocks)
+
+
+CHECKS: Mapping[CheckName, Callable[[Figures], Check | None]] = {
+    CheckName.ACCURACY: _accuracy,
+    CheckName.TIME: _time,
+    CheckName.HOST_WORK: _host_work,
+    CheckName.SPEEDUP: _speedup,
+    CheckName.MEMORY: _memory,
+    CheckName.CLOCKS: _clocks,
+}
+
+
+def judge(figures: Figures, *, update_baselines: bool) -> list[Check]:
+    """Every check of the case, after the policy."""
+    found = [check for run in CHECKS.values() if (check := run(figures)) is not None]
+    noted = set(NOTED_WHEN_RECORDING) if update_baselines else set()
+    if any(check.name == CheckName.CLOCKS for check in found):
+        noted |= NOTED_WHEN_THROTTLED
+    return [as_note(check) if check.name in noted else check for check in found]
+
+
+def measured_again(found: Sequence[Check], *, has_baseline: bool) -> dict[str, str]:
+    """The failed checks (name: message) that a second measurement in a fresh process may undo."""
+    again = MEASURED_AGAIN if has_baseline else MEASURED_AGAIN - {CheckName.TIME}
+    return {check.name: check.message for check in found if check.passed is False and check.name in again}
+
+
+def reference_again(suspect: Mapping[str, str]) -> bool:
+    """Whether the reference is measured again with the case: where its speedup fell short."""
+    return any(name in REFERENCE_AGAIN for name in suspect)
+
+
+def why_not_again(*, used: int, budget: int, launched_data_parallel: bool, runs: int) -> str | None:
+    """Why a case that looks worse is not measured again (None: it is): the session's budget of second
+    measurements is spent (silently), a launched group's ranks train each case once, or its figures are
+    already the median of several fresh runs (recording baselines)."""
+    if used >= budget:
+        return ""
+    if launched_data_parallel:
+        return "not measured again: a launched group's ranks train each case once"
+    if runs > 1:
+        return f"not measured again: its figures are already the median of {runs} runs"
+    return None
+
+
+def keeps_baseline(found: Sequence[Check]) -> bool:
+    """Whether a recorded case becomes a baseline: it kept its accuracy."""
+    return not any(check.passed is False for check in found if check.name == CheckName.ACCURACY)
+
+
+def time_judged(found: Sequence[Mapping[str, Any]] | Sequence[Check], *, passed_only: bool = False) -> bool:
+    """Whether a case's time was judged against a stored baseline (passed or failed; not a note), from
+    its checks or from their run-document records; with ``passed_only``, judged and passed."""
+    for check in found:
+        name, passed = (
+            (check.get("name"), check.get("passed")) if isinstance(check, Mapping) else (check.name, check.passed)
+        )
+        if name == CheckName.TIME and (passed is True if passed_only else passed is not None):
+            return True
+    return False
+
+
+def accepted(found: Sequence[Check], verdict: str, *, calibrate: bool) -> bool:
+    """Whether a case's median joins the history (--perf-history): it passed, its time judged against a
+    stored baseline (not throttled, not failed); when calibrating (--perf-calibrate), any case whose time
+    was judged, passed or failed."""
+    if calibrate:
+        return time_judged(found)
+    return time_judged(found, passed_only=True) and verdict == "pass"
+
+
+def slowdown_floor(optimization: Optimization) -> float:
+    return checks.DEFAULT_FLOOR if optimization.slowdown_floor is None else optimization.slowdown_floor
+
+
+@dataclasses.dataclass(frozen=True)
+class Detection:
+    """What the gate catches of a case at its measured noise: the slowdown it fails (``slowdown``, its
+    threshold: one that size is caught about half the time), the slowdown it catches nine times in ten at
+    both measurements, and the rise in host calls per iteration it fails where those are judged."""
+
+    slowdown: float | None = None
+    slowdown_9_in_10: float | None = None
+    host_work: float | None = None
+
+
+def detection(
+    optimization: Optimization,
+    stored: checks.Baseline | None,
+    stored_calls: host_work_check.StoredCalls | None,
+    measurement: Measurement,
+) -> Detection:
+    """The case's detection figures, each None where it cannot be told: the slowdowns without a baseline,
+    the nine-in-ten one without measured noise, the host work where it is not judged."""
+    floor = slowdown_floor(optimization)
+    calls = host_work_check.threshold(stored_calls, measurement.gpu_busy_share, floor)
+    if stored is None:
+        return Detection(host_work=calls)
+    noise = stored.noise(floor)
+    return Detection(noise.threshold, stats.reliably_caught(noise), calls)
+
+
+def as_note(check: checks.Check) -> checks.Check:
+    """A slower time reported, not failed (under --update-baselines, or on a throttled GPU)."""
+    return dataclasses.replace(check, passed=None if check.passed is False else check.passed)
+
+
+def with_first(check: checks.Check, first: str | None) -> checks.Check:
+    """A check of the second measurement, saying what the first one found when that failed."""
+    if first is None:
+        return check
+    return dataclasses.replace(check, message=f"{check.message} (first measurement: {first})")

@@ -1,0 +1,57 @@
+"""A case measured afresh in a process of its own: what recording baselines and confirming a failure need.
+
+Runs of one case in one process share that process's state (its memory layout, its threads, what ran
+before): on an H100, three runs of a launch-bound case in one process agreed within 0.4% while fresh
+processes moved by 8-40% (docs/evidence/h100-trust.md). A child process re-runs the test node in measuring
+mode (``python -m pytest <nodeid>``, no shell), with the parent's iterations, and writes the
+measurement as JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainperf.measure.measurement import Measurement
+from trainperf.profile.backend import Job, ProfileError, child_argv, run_logged
+from trainperf.profile.child import MEASUREMENT
+
+
+class IsolatedRunError(RuntimeError):
+    """A measuring child that yielded no measurement; the message says why and where its log is."""
+
+
+@dataclass(frozen=True)
+class Children:
+    """How a child process re-runs a test node as the session would."""
+
+    rootdir: Path
+    pytest_args: tuple[str, ...]  # rootdir, ini file, device
+    timeout_s: float
+
+
+def measure(children: Children, nodeid: str, what: str, warmup: int, iters: int) -> Measurement:
+    """``what`` ("case" or "reference") of the node's case, measured in a fresh process."""
+    folder = Path(tempfile.mkdtemp(prefix="trainperf-run-"))  # kept, with the child's log, when it fails
+    args = (*children.pytest_args, f"--perf-warmup={warmup}", f"--perf-iters={iters}")
+    job = Job(nodeid, children.rootdir, folder, children.timeout_s, pytest_args=args)
+    try:
+        run_logged([*child_argv(job), "--trainperf-child-measure", what], job, "child.log")
+    except ProfileError as error:
+        raise IsolatedRunError(f"{what} measured in a fresh process: {error}") from None
+    written = folder / MEASUREMENT
+    if not written.is_file():
+        raise IsolatedRunError(f"{what} measured in a fresh process: no {MEASUREMENT} (log: {folder / 'child.log'})")
+    measured = Measurement(**json.loads(written.read_text(encoding="utf-8")))
+    shutil.rmtree(folder, ignore_errors=True)
+    return measured
+
+
+def write(measurement: Measurement, folder: Path) -> None:
+    """The child's side: the measurement as JSON in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MEASUREMENT).write_text(json.dumps(dataclasses.asdict(measurement)), encoding="utf-8")

@@ -1,0 +1,75 @@
+"""The child side of profiling: the case in a fresh process, warmed up, then exactly one marked iteration.
+No profiler runs in the test process, where cases are timed.
+
+The marked iteration runs between ``cudaProfilerStart`` and ``cudaProfilerStop`` inside the NVTX range
+``trainperf_iteration`` (so nsys and ncu capture only it), its phases as NVTX ranges; with ``torch`` the
+iteration also runs under ``torch.profiler`` and its trace is written as ``trace.json`` (opens in Perfetto).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import torch
+
+from trainperf.measure.runner import Prepared, prepare, seed_everything
+from trainperf.measure.steps import backend_settings
+from trainperf.measure.timing import synchronize
+from trainperf.profile.child import CHILD_INFO, MARK, TRACE
+from trainperf.spec.case import CaseSpec
+
+
+def run_marked_iteration(spec: CaseSpec, out_dir: Path, torch_profiler: bool) -> None:
+    """Warm up ``max(warmup, 2)`` iterations, then profile one; writes ``child.json`` (and the trace)."""
+    seed_everything()
+    device = spec.device
+    with backend_settings(spec.optimization):
+        case = prepare(spec)
+        for _ in range(max(spec.warmup, 2)):
+            case.step(case.fetch()[0])
+        synchronize(device)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()  # ncu saves and restores the memory a replayed kernel may touch: less of it
+        marked_iteration(case, device, out_dir, torch_profiler, cuda_profiler=True)
+    info = {"samples_per_iteration": case.training.samples_per_iteration, "device": str(device)}
+    (out_dir / CHILD_INFO).write_text(json.dumps(info), encoding="utf-8")
+
+
+def marked_iteration(
+    case: Prepared, device: torch.device, out_dir: Path, torch_profiler: bool, cuda_profiler: bool
+) -> None:
+    """One iteration of a warm case inside the ``trainperf_iteration`` range (and, with ``cuda_profiler``,
+    between cudaProfilerStart and Stop); with ``torch_profiler`` under torch.profiler, its trace written
+    as ``trace.json``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    case.phases.for_torch_profiler = torch_profiler
+    profiler = _torch_profiler(device) if torch_profiler else contextlib.nullcontext()
+    try:
+        with profiler as active:
+            _cuda_profiler(device, start=True, enabled=cuda_profiler)
+            with case.phases(MARK):
+                case.step(case.fetch()[0])
+                synchronize(device)
+            _cuda_profiler(device, start=False, enabled=cuda_profiler)
+    finally:
+        case.phases.for_torch_profiler = False
+    if active is not None:
+        active.export_chrome_trace(str(out_dir / TRACE))
+
+
+def _torch_profiler(device: torch.device) -> torch.profiler.profile:
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return torch.profiler.profile(activities=activities, record_shapes=False)
+
+
+def _cuda_profiler(device: torch.device, start: bool, enabled: bool) -> None:
+    if not enabled or device.type != "cuda":
+        return
+    if start:
+        torch.cuda.profiler.start()
+    else:
+        torch.cuda.profiler.stop()

@@ -1,0 +1,283 @@
+"""Per-device baseline files: ``<dir>/<device-slug>.json``.
+
+Pure: no torch, no pytest. Reading validates the schema and names the file in every error; writing
+merges under a lock and replaces the file atomically, so a crash mid-write leaves the old file whole
+and two concurrent updates lose no entry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainperf.judge import checks, host_work_check
+from trainperf.store import locked_file
+
+SCHEMA_VERSION = 1
+REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
+# accepted nightly runs kept per case under --perf-history, as dashboards keep a window of past nights
+HISTORY_RUNS = 20
+# the host's calls per iteration, its training step's and the step's into torch, of each recorded run and of
+# the runs accepted since
+HOST_CALLS_KEYS = (
+    "host_calls", "host_calls_history", "host_step_calls", "host_step_calls_history", "host_torch_calls",
+    "host_torch_calls_history",
+)  # fmt: skip
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be used; the message names the file and what to do."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One case's baseline before and after an update (None when absent), with the new entry's run
+    medians (one run far from the others is what widens the case's gate), how many accepted runs of the
+    old entry's history the new one no longer holds (its noise is measured again from its own), and the
+    slowdown each entry lets the gate catch (``detects``): a recording on a busy host widens it."""
+
+    case: str
+    old_median_ms: float | None
+    new_median_ms: float | None
+    new_runs_ms: tuple[float, ...] = ()
+    dropped_history_runs: int = 0
+    old_detects: float | None = None
+    new_detects: float | None = None
+
+    @property
+    def delta(self) -> float | None:
+        if self.old_median_ms is None or self.new_median_ms is None:
+            return None
+        return (self.new_median_ms - self.old_median_ms) / self.old_median_ms
+
+
+def baseline_path(directory: str | Path, device_slug: str) -> Path:
+    return Path(directory) / f"{device_slug}.json"
+
+
+def load(path: Path) -> dict[str, dict[str, Any]]:
+    """Cases stored in ``path`` (empty when the file does not exist)."""
+    if path.parent.exists() and not path.parent.is_dir():
+        raise BaselineError(f"{path.parent}: a file is there, not a folder of baseline files (--baseline-dir)")
+    if not path.exists():
+        return {}
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:  # a directory in its place, no permission to read it
+        raise BaselineError(f"{path}: cannot read it ({error.strerror or error})") from None
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, too deep, an integer too long
+        reason = str(error).splitlines()[0][:200]
+        raise BaselineError(f"{path}: not a valid baseline file ({reason}); restore it from git or delete it") from None
+    return _validated(path, document)
+
+
+def _validated(path: Path, document: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(document, dict):
+        raise BaselineError(f"{path}: expected a JSON object at the top level")
+    version = document.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise BaselineError(
+            f"{path}: unknown schema_version {version!r} (this trainperf reads {SCHEMA_VERSION}); "
+            "update trainperf or re-record with --update-baselines after moving the file away"
+        )
+    cases = document.get("cases")
+    if not isinstance(cases, dict):
+        raise BaselineError(f"{path}: 'cases' must be an object of case name -> entry")
+    for name, entry in cases.items():
+        _check_entry(path, name, entry)
+    return cases
+
+
+def _check_entry(path: Path, name: str, entry: Any) -> None:
+    if not isinstance(entry, dict):
+        raise BaselineError(f"{path}: case {name!r} must be an object")
+    missing = [key for key in REQUIRED_ENTRY_KEYS if key not in entry]
+    if missing:
+        raise BaselineError(f"{path}: case {name!r} lacks {', '.join(missing)}")
+    summary = entry["summary"]
+    if not isinstance(summary, dict):
+        raise BaselineError(f"{path}: case {name!r} needs 'summary' as an object of figures")
+    if not _is_positive_number(summary.get("median")):
+        raise BaselineError(f"{path}: case {name!r} needs 'summary.median' as a positive number")
+    for key in ("samples_ms", "run_medians_ms"):
+        values = entry.get(key, [1.0])  # run_medians_ms is absent from files recorded before it existed
+        valid = isinstance(values, list) and values and all(_is_positive_number(x) for x in values)
+        if not valid:
+            raise BaselineError(f"{path}: case {name!r} needs {key!r} as a non-empty list of positive numbers")
+    for key in ("history_ms", *HOST_CALLS_KEYS):  # the calls: absent from older files
+        values = entry.get(key, [])
+        if not (isinstance(values, list) and all(_is_positive_number(x) for x in values)):
+            raise BaselineError(f"{path}: case {name!r} needs {key!r} as a list of positive numbers")
+    boards = entry.get("history_boards", [])  # absent from files calibrated before it was kept
+    if not (isinstance(boards, list) and all(x is None or isinstance(x, str) for x in boards)):
+        raise BaselineError(f"{path}: case {name!r} needs 'history_boards' as a list of part numbers or nulls")
+    busy = entry.get("gpu_busy_history", [])  # absent from files calibrated before it was kept
+    if not (isinstance(busy, list) and all(_is_share(x) for x in busy)):
+        raise BaselineError(f"{path}: case {name!r} needs 'gpu_busy_history' as a list of shares from 0 to 1")
+    host = entry.get("host", {})  # absent from files recorded before the host was measured
+    if not (isinstance(host, dict) and all(_is_positive_number(x) or x == 0 for x in host.values())):
+        raise BaselineError(f"{path}: case {name!r} needs 'host' as an object of figures of zero or more")
+
+
+def _is_positive_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _is_share(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+
+
+def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) -> list[Change]:
+    """Merge ``entries`` into the file under a lock and replace it atomically; return the changes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked_file.locked(path):
+        old = load(path)
+        merged = {**old, **entries}
+        document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": dict(sorted(merged.items()))}
+        locked_file.atomic_write(path, json.dumps(document, indent=1) + "\n")
+    return [_change(name, old.get(name), entry) for name, entry in sorted(entries.items())]
+
+
+def add_history(
+    path: Path,
+    device_slug: str,
+    accepted: Mapping[str, float],
+    figures: Mapping[str, Mapping[str, float]] | None = None,
+    board: str | None = None,
+) -> list[str]:
+    """Append each accepted run's median to its case's ``history_ms``, and each further figure of that run
+    (``figures``, by history key: ``host_calls_history``, ``host_step_calls_history``,
+    ``host_torch_calls_history``, ``gpu_busy_history``; a case only where it has one) to that list, each
+    kept to the last ``HISTORY_RUNS``, under the lock; return the cases added. ``board``, the GPU board's
+    part number, goes to ``history_boards`` beside its median. A case the file does not hold is left
+    out: its history starts with its recording."""
+    figures = figures or {}
+    with locked_file.locked(path):
+        cases = load(path)
+        added = sorted(name for name in accepted if name in cases)
+        for name in added:
+            boards = history_boards(cases[name])
+            cases[name]["history_ms"] = [*history(cases[name]), accepted[name]][-HISTORY_RUNS:]
+            if board is not None or "history_boards" in cases[name]:
+                cases[name]["history_boards"] = [*boards, board][-HISTORY_RUNS:]
+            for key, values in figures.items():
+                if name in values:
+                    cases[name][key] = [*cases[name].get(key, []), values[name]][-HISTORY_RUNS:]
+        if added:
+            document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": cases}
+            locked_file.atomic_write(path, json.dumps(document, indent=1) + "\n")
+    return added
+
+
+def history(entry: Mapping[str, Any]) -> list[float]:
+    """The medians of the accepted runs kept since the entry was recorded."""
+    return [float(x) for x in entry.get("history_ms", [])]
+
+
+def history_boards(entry: Mapping[str, Any]) -> list[str | None]:
+    """The board part number of each run in ``history_ms``, in its order: None for the runs added before
+    the part was kept. On H200s the part told the kernels' slow machines from the fast ones
+    (docs/evidence/h200-gpu-bound-noise.md); kept so that the history can say whether it always does."""
+    runs = len(history(entry))
+    kept = list(entry.get("history_boards", []))[-runs:] if runs else []
+    return [None] * (runs - len(kept)) + kept
+
+
+def changes_between(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> list[Change]:
+    """The cases whose entry differs between two loads of one file (an xdist run's workers each wrote
+    some of them)."""
+    names = sorted(name for name in {*old, *new} if old.get(name) != new.get(name))
+    return [_change(name, old.get(name), new.get(name)) for name in names]
+
+
+def _change(name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
+    runs = () if new is None else tuple(run_medians(new))
+    dropped = len(history(old)) if old is not None and new is not None and not history(new) else 0
+    return Change(name, _median(old), _median(new), runs, dropped, detects(old), detects(new))
+
+
+def stored_baseline(entry: Mapping[str, Any]) -> checks.Baseline:
+    """The figures the gate judges a case's time by."""
+    host = entry.get("host", {})
+    return checks.Baseline(
+        [float(x) for x in entry["samples_ms"]],
+        run_medians(entry),
+        history(entry),
+        host.get("host_dispatch_us"),
+        host.get("mean_sm_clock_mhz"),
+    )
+
+
+def stored_calls(entry: Mapping[str, Any]) -> host_work_check.StoredCalls:
+    """The host calls per iteration the gate judges a case's host work by, with the GPU's busy shares."""
+    recorded = entry.get("host", {}).get("gpu_busy_share")
+    busy = [*([] if recorded is None else [recorded]), *entry.get("gpu_busy_history", [])]
+    return host_work_check.StoredCalls(
+        entry.get("host_calls", []),
+        entry.get("host_calls_history", []),
+        busy,
+        step_recorded=entry.get("host_step_calls", []),
+        step_history=entry.get("host_step_calls_history", []),
+        torch_recorded=entry.get("host_torch_calls", []),
+        torch_history=entry.get("host_torch_calls_history", []),
+    )
+
+
+def detects(entry: Mapping[str, Any] | None) -> float | None:
+    """The smallest slowdown the gate fails at the entry's measured noise and the default floor (a case's
+    own ``slowdown_floor`` raises it); None without an entry."""
+    return None if entry is None else stored_baseline(entry).noise().threshold
+
+
+def _median(entry: dict[str, Any] | None) -> float | None:
+    """The entry's center: the mean of its run medians, as the gate takes it."""
+    return None if entry is None else statistics.fmean(run_medians(entry))
+
+
+def run_medians(entry: Mapping[str, Any]) -> list[float]:
+    """The median of each independent run the entry holds; an entry recorded before runs were kept apart
+    holds one, the median of its samples."""
+    return [float(x) for x in entry.get("run_medians_ms") or [entry["summary"]["median"]]]
+
+
+def runs_listed(change: Change) -> str:
+    """'70.220, 31.360, 30.350': the new entry's run medians in ms."""
+    return ", ".join(f"{x:.3f}" for x in change.new_runs_ms)
+
+
+def format_changes(changes: list[Change]) -> list[str]:
+    """Lines 'case: old -> new (delta)' for the terminal, naming the accepted runs a re-recording
+    dropped: until as many nights have passed again, the case's noise stands on fewer runs."""
+    lines = []
+    for change in changes:
+        old = "new" if change.old_median_ms is None else f"{change.old_median_ms:.3f} ms"
+        new = "removed" if change.new_median_ms is None else f"{change.new_median_ms:.3f} ms"
+        delta = "" if change.delta is None else f" ({change.delta:+.1%})"
+        runs = f", runs {runs_listed(change)} ms" if len(change.new_runs_ms) > 1 else ""
+        caught = f", detects {detects_listed(change)}" if change.new_detects is not None else ""
+        lines.append(f"{change.case}: {old} -> {new}{delta}{runs}{caught}{_dropped_text(change.dropped_history_runs)}")
+    return lines
+
+
+def detects_listed(change: Change) -> str:
+    """'3.0% -> 55.6%' (or '3.0%' for a new case, '' for a removed one): the slowdown the gate catches,
+    before and after."""
+    if change.new_detects is None:
+        return ""
+    new = f"{change.new_detects:.1%}"
+    return new if change.old_detects is None else f"{change.old_detects:.1%} -> {new}"
+
+
+def _dropped_text(runs: int) -> str:
+    """'; 7 accepted runs of its history dropped: ...' where a re-recording dropped any."""
+    if not runs:
+        return ""
+    return (
+        f"; {runs} accepted run{'s' * (runs > 1)} of its history dropped: "
+        "its noise is measured from this recording until --perf-history adds nights again"
+    )
