@@ -23,7 +23,9 @@ run_pytest() {
 }
 
 # the slow end-to-end sessions too, once, on two xdist workers: each worker's timing tests then share the
-# cores with the other's, which they pass (docs/evidence/cpu-timing-noise.md); about 13 min instead of 20
+# cores with the other's, which they pass (research/evidence/cpu-timing-noise.md); about 13 min instead of 20
 run_pytest tests --run-slow -n 2
 run_pytest perf_tests
 run_pytest examples
+# the research's own tests (its studies' parsers and tables), apart from the product's
+run_pytest research/tests -q

@@ -4,7 +4,7 @@ sequences from a random Markov chain; the metric is the validation loss on held-
 
 About 110M parameters at 1,024 tokens of context. Its fp32 and tf32 steps are GPU-bound; its eager
 bf16 step waits on the host that launches its many small kernels, which compiling removes
-(docs/evidence/h200-adapters.md).
+(research/evidence/h200-adapters.md).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ any kernel; on the CPU they run the same arithmetic in PyTorch, so that the auto
 them is tested there. The GEMMs go through ``kernels/cublaslt.py``; the bias gradient has the GEMM's
 dtype. With ``tuned`` an operator runs the fastest of the algorithms cuBLASLt offers, timed at the
 shape's first call (``kernels/gemm_tuning.py``), instead of the first. cuBLASLt's ``DGELU_BGRAD`` is not
-used: it runs a separate epilogue kernel (docs/evidence/h100-transformer-ladder.md).
+used: it runs a separate epilogue kernel (research/evidence/h100-transformer-ladder.md).
 """
 
 from __future__ import annotations

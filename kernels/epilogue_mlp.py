@@ -10,8 +10,8 @@ up-projection's bias gradient is summed in its weight-gradient GEMM's epilogue (
 that is faster than a GEMM and a sum.
 
 It is compared with the fused GELU backward of ``kernels/fused_gelu.py`` (the GEMM, then a Triton
-kernel reading its result again) by ``experiments/gelu_epilogue.py``; figures in
-docs/evidence/h100-transformer-ladder.md.
+kernel reading its result again) by ``research/experiments/gelu_epilogue.py``; figures in
+research/evidence/h100-transformer-ladder.md.
 """
 
 from __future__ import annotations

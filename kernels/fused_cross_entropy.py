@@ -10,7 +10,7 @@ exponentials) and keeps only the row's log-sum-exp; the backward kernel reads th
 its gradient ``(softmax - onehot) * grad_output / rows`` in the logits' dtype, taking ``grad_output``
 from the device (no host sync). The logits move 3 times (read, read, write): eager autocast moves them
 more often; Inductor's compiled cross-entropy as often, but its forward reduction reads them at a lower
-bandwidth (figures in docs/evidence/h100-transformer-ladder.md).
+bandwidth (figures in research/evidence/h100-transformer-ladder.md).
 
 ``linear_cross_entropy``: the output layer's GEMM and the loss as one autograd function. One kernel
 reads each row of logits twice, the second time hoping to find it in L2 (few programs run at once, each
@@ -18,7 +18,7 @@ a row at a time), and writes the loss and the mean loss's gradient ``(softmax - 
 logits are freed after the forward pass. The backward pass multiplies the output layer's two gradient
 GEMMs' results by ``grad_output`` (tokens x width and vocabulary x width, not tokens x vocabulary). The
 second read mostly misses L2, since enough programs to fill HBM's bandwidth hold too many rows
-(``experiments/cross_entropy_launch.py``; figures in docs/evidence/h100-transformer-ladder.md).
+(``research/experiments/cross_entropy_launch.py``; figures in research/evidence/h100-transformer-ladder.md).
 
 Every target must be a valid class (no ``ignore_index``). On a machine without a GPU, set
 ``TRITON_INTERPRET=1`` before this module is imported and the kernels run in Triton's interpreter
@@ -40,7 +40,7 @@ from kernels.tuned_gemm import tuned_mm
 BLOCK = 4096  # columns per load: 13 loads cover GPT-2's 50,304 padded classes
 WARPS = 8
 # linear_cross_entropy's kernel: programs per multiprocessor, warps, columns per load, the fastest that
-# experiments/cross_entropy_launch.py timed
+# research/experiments/cross_entropy_launch.py timed
 LAUNCH = (3, 16, 8192)
 
 

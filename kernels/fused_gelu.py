@@ -23,7 +23,7 @@ from kernels.autocast import linear_dtype
 from kernels.cublaslt_epilogues import linear_gelu_saving_input
 from kernels.tuned_gemm import tuned_mm
 
-TILE = (64, 128, 8)  # rows, columns, warps per tile: experiments/gelu_tiles.py on the H100
+TILE = (64, 128, 8)  # rows, columns, warps per tile: research/experiments/gelu_tiles.py on the H100
 
 
 @triton.jit  # type: ignore[untyped-decorator, unused-ignore]  # typed only where Triton is installed

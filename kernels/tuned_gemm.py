@@ -1,8 +1,8 @@
 """Matrix products whose cuBLAS algorithm is chosen by timing, and the linear layer built on them.
 
 PyTorch's GEMMs run the algorithm cuBLAS's heuristic picks first, which for GPT-2's shapes is often not
-the fastest one it offers (``experiments/gemm_algorithms.py``; figures in
-docs/evidence/h100-transformer-ladder.md). ``tuned_mm``
+the fastest one it offers (``research/experiments/gemm_algorithms.py``; figures in
+research/evidence/h100-transformer-ladder.md). ``tuned_mm``
 times PyTorch's own call and each algorithm cuBLASLt's heuristic offers at a shape's first call
 (``kernels/gemm_tuning.py``) and runs the fastest from then on; its backward pass is made of
 ``tuned_mm`` calls too. It is a custom operator (``torch.library``): opaque to the compiler, recorded

@@ -1,6 +1,6 @@
 """A finished case leaves nothing in its process: torch.compile's code and CUDA graph trees are reset and
 the CUDA cache is emptied once the case's model, optimizer and batches are gone, so a fresh process that
-measures the case next has the whole GPU (docs/evidence/h100-suite-baselines.md)."""
+measures the case next has the whole GPU (research/evidence/h100-suite-baselines.md)."""
 
 from __future__ import annotations
 
@@ -31,14 +31,14 @@ def test_the_cache_is_emptied_after_the_cases_model_is_gone(monkeypatch: pytest.
         alive_at_release.append(models[0]() is not None)
 
     monkeypatch.setattr(runner, "prepare_model", prepare_and_watch)
-    monkeypatch.setattr(runner, "release_memory", release)
+    monkeypatch.setattr(runner, "free_memory", release)
     runner.run_case(CaseSpec(Toy(), Optimization("reference"), torch.device("cpu"), "tiny", 2, 5))
     assert alive_at_release == [False]
 
 
 def test_a_case_that_raises_still_empties_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     released: list[torch.device] = []
-    monkeypatch.setattr(runner, "release_memory", released.append)
+    monkeypatch.setattr(runner, "free_memory", released.append)
     spec = CaseSpec(Toy(), Optimization("broken", options={"raise_in": "step"}), torch.device("cpu"), "tiny", 2, 5)
     with pytest.raises(ValueError):
         runner.run_case(spec)
@@ -53,5 +53,5 @@ def test_releasing_resets_what_torch_compile_keeps(monkeypatch: pytest.MonkeyPat
     resets: list[str] = []
     monkeypatch.setattr(torch._dynamo, "reset", lambda: resets.append("compiled code"))
     monkeypatch.setattr(torch._inductor.cudagraph_trees, "reset_cudagraph_trees", lambda: resets.append("graphs"))
-    runner.release_memory(torch.device("cpu"))
+    runner.free_memory(torch.device("cpu"))
     assert resets == ["compiled code", "graphs"]

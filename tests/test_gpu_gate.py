@@ -86,7 +86,7 @@ def test_a_hungry(trainperf):
 
 
 def test_b_later_case_runs_with_the_memory_back(trainperf):
-    assert torch.cuda.memory_allocated() < 2**29, torch.cuda.memory_allocated()  # the 4 GiB were released
+    assert torch.cuda.memory_allocated() < 2**29, torch.cuda.memory_allocated()  # the 4 GiB were freed
     trainperf.run(Digits(), reference)
 """
 

@@ -68,7 +68,7 @@ def test_a_loader_with_worker_processes_makes_fetches_of_different_calls() -> No
 
 def test_the_steps_calls_into_torch_are_counted_apart_and_ops_added_weigh_there() -> None:
     """A case of many cheap Python calls hides ops added to its step in its total; counted apart, the
-    calls into torch show them (docs/evidence/h200-host-work.md, lease AU)."""
+    calls into torch show them (research/evidence/h200-host-work.md, lease AU)."""
     torch = pytest.importorskip("torch")
     tensor = torch.zeros(4)
 

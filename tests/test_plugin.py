@@ -622,7 +622,7 @@ def test_out_of_memory_fails_that_case_alone(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*BASE)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
-        ["*toy/hungry: ran out of cpu memory: CUDA out of memory. Tried to allocate 20.00 GiB (toy) (memory released)"]
+        ["*toy/hungry: ran out of cpu memory: CUDA out of memory. Tried to allocate 20.00 GiB (toy) (memory freed)"]
     )
     assert "Traceback" not in result.stdout.str()
 

@@ -122,3 +122,14 @@ def test_a_type_checking_import_is_counted(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import other\n")
     assert imported(module, "pkg.m", {"pkg.m", "pkg.other"}) == {"pkg.other"}
+
+
+def test_the_plugin_cites_no_lease_of_its_research() -> None:
+    """Runs and their figures belong in research/, linked; the product's text names none of them."""
+    named = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in PACKAGES["trainperf"].rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "lease" in line.lower()
+    ]
+    assert not named, named

@@ -27,7 +27,7 @@ from trainperf import Metric, Optimization, Training
 from trainperf.spec.workload import Batch
 
 # A sleeping step sleeps this much longer: after a 10-ms sleep its ops ran at one of two speeds, 7% apart
-# between fresh processes on a 2-core machine, after 30 ms at one (docs/evidence/cpu-timing-noise.md)
+# between fresh processes on a 2-core machine, after 30 ms at one (research/evidence/cpu-timing-noise.md)
 SETTLE_MS = 20.0
 
 
@@ -40,7 +40,7 @@ class Toy:
 
     def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
         # One intra-op thread: its ops are too small to split, and a second thread that has to be scheduled
-        # beside a busy process stalls every step by a scheduler time slice (docs/evidence/cpu-timing-noise.md)
+        # beside a busy process stalls every step by a scheduler time slice (research/evidence/cpu-timing-noise.md)
         torch.set_num_threads(1)
         raise_in = optimization.options.get("raise_in")
         if raise_in == "interrupt":

@@ -5,7 +5,7 @@ every image as the CPU path's ``random_resized_crop`` would, before the images a
 
 What moves off the host: decoding and resizing, the DataLoader workers' work; what the GPU takes on
 instead, about 5-6 ms per 128 images on an H200, so it pays where the host's cores cannot feed the GPU
-(docs/evidence/h200-gpu-decode.md). On a machine without CUDA torchvision decodes on the CPU, so the
+(research/evidence/h200-gpu-decode.md). On a machine without CUDA torchvision decodes on the CPU, so the
 path runs the same at the tiny size.
 """
 

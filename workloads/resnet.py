@@ -99,14 +99,14 @@ class Vision:
     """Image classification: accuracy on the held-out JPEGs (12 classes, 1/12 by chance).
 
     25 steps from scratch leave batch norm's running averages mixed with the statistics of early weights,
-    and the accuracy measured through them swung between runs of the same code (docs/evidence/
+    and the accuracy measured through them swung between runs of the same code (research/evidence/
     h200-suite-strict-runs.md): the evaluation first recomputes them for the final weights
     (``recalibrate_batch_norm``). Every case must also at least double the untrained model's accuracy.
 
     The tolerance is the training's measured spread, not a choice: a case may fall short of the reference
     of its run by as much as two runs of the same code differ one time in a thousand (3.09 standard
-    deviations of a difference of two runs, from the seeds of ``studies/batch_norm_spread.py --full``;
-    docs/evidence/h200-suite-strict-runs.md).
+    deviations of a difference of two runs, from the seeds of ``research/studies/batch_norm_spread.py --full``;
+    research/evidence/h200-suite-strict-runs.md).
     """
 
     name = "resnet"

@@ -20,8 +20,8 @@ for node in "perf_tests/test_gpt2.py::test_gpt2[stack]" "perf_tests/test_digits.
   $NSYS export --type sqlite -f true -o $C/$name.sqlite $C/$name.nsys-rep
   $NSYS stats --report cuda_gpu_kern_sum --format csv -o $C/$name $C/$name.nsys-rep
 done
-$NSYS $NSYS_ARGS -o $C/truth python3 experiments/truth_kernels.py && $NSYS export --type sqlite -f true -o $C/truth.sqlite $C/truth.nsys-rep
-$NCU $NCU_ARGS -o $C/truth python3 experiments/truth_kernels.py && $NCU -i $C/truth.ncu-rep --csv --page raw > $C/truth.ncu.csv
+$NSYS $NSYS_ARGS -o $C/truth python3 research/experiments/truth_kernels.py && $NSYS export --type sqlite -f true -o $C/truth.sqlite $C/truth.nsys-rep
+$NCU $NCU_ARGS -o $C/truth python3 research/experiments/truth_kernels.py && $NCU -i $C/truth.ncu-rep --csv --page raw > $C/truth.ncu.csv
 $NCU $NCU_ARGS --launch-count 12 -o $C/digits_amp_bf16 python3 -m pytest "perf_tests/test_digits.py::test_digits[amp_bf16]" $CHILD
 $NCU -i $C/digits_amp_bf16.ncu-rep --csv --page raw > $C/digits_amp_bf16.ncu.csv
 $NCU --version > $C/ncu.version; $NSYS --version > $C/nsys.version

@@ -1,6 +1,6 @@
 """Data-parallel GPT-2, compiled: the case for scaling efficiency. Each GPU's eager half-batch step in
 the data-parallel ladder (``ddp.py``) waits on kernel launches, so two GPUs reach 83-84% of twice one
-GPU's throughput (docs/evidence/h200x2-ddp.md). Compiled, each step issues fewer and larger kernels.
+GPU's throughput (research/evidence/h200x2-ddp.md). Compiled, each step issues fewer and larger kernels.
 The single-process reference is compiled too, so that the speedup over it, divided by the process
 count, measures scaling alone. No speedup is declared until measured on two GPUs.
 """

@@ -12,9 +12,9 @@ from workloads.digits import Digits
 WORKERS = max(1, min(12, usable_cores() - 2))  # leave the main process and the GPU feeder a core
 
 # The reference decodes and augments every batch in the main process: it is bound by the host CPU, whose
-# speed moves its median between runs and between hosts (docs/evidence/h100-trust.md). Its speedups over that
+# speed moves its median between runs and between hosts (research/evidence/h100-trust.md). Its speedups over that
 # reference move with the host too: the loader cases' minimum sits below the lowest seen on either GPU's
-# hosts (docs/evidence/h200-suite-baselines.md).
+# hosts (research/evidence/h200-suite-baselines.md).
 reference = Optimization(REFERENCE)
 dataloader_workers = reference.but("dataloader_workers", num_workers=WORKERS, min_speedup={"cuda": 1.5})
 pinned_nonblocking = dataloader_workers.but(

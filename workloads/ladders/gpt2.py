@@ -14,7 +14,7 @@ from workloads.gpt2 import GPT2
 
 ON_CUDA = "CUDA-only kernels"
 # Eager cases whose time rides on the host CPU (kernel launches, the for-loop optimizer) move between runs
-# of the same code (docs/evidence/h100-trust.md): their speedup minimums sit about 10% below the lowest speedup
+# of the same code (research/evidence/h100-trust.md): their speedup minimums sit about 10% below the lowest speedup
 # A/A runs saw, and a shortfall within the noise their baselines measure passes
 # (trainperf.judge.reference_checks). The time gate takes each case's run-to-run noise from its baseline.
 
@@ -31,7 +31,7 @@ amp_fp16_gradscaler = tf32.but(
 # A custom kernel: cross-entropy as two Triton kernels over the bf16 logits (one pass forward, one
 # backward), instead of eager autocast's float32 copy, log-softmax and float32 gradient
 # (kernels/fused_cross_entropy.py). A branch of amp_bf16, whose step is bound by the GPU: the bytes it
-# saves show there as time and as peak memory (docs/evidence/h100-transformer-ladder.md).
+# saves show there as time and as peak memory (research/evidence/h100-transformer-ladder.md).
 fused_cross_entropy = amp_bf16.but(
     "fused_cross_entropy",
     options={"cross_entropy": "triton"},
@@ -81,7 +81,7 @@ grad_accumulation = reference.but(
     max_memory_ratio={"cuda": 0.6},
     min_speedup={"cuda": 0.5},
 )
-# The best combination measured (experiments/stack_sweep.py, docs/evidence/h100-transformer-ladder.md):
+# The best combination measured (research/experiments/stack_sweep.py, research/evidence/h100-transformer-ladder.md):
 # batch 128, CUDA graphs on top of compile, a bfloat16 residual stream (half the bytes for the norms and
 # adds that compile cannot remove), pinned batches copied without a host sync (the host queues the next
 # iterations while the GPU works), the weights and AdamW moments in bfloat16 (no float32 casts of
@@ -111,7 +111,7 @@ stack = compiled.but(
 # FP8 training (workloads/float8.py): the linear layers' GEMMs on FP8 tensor cores, scaled per tensor or per
 # row, on top of compile, which fuses the scaling casts; in the stack, FP8 takes the place of its tuned
 # bf16 GEMMs and cuBLASLt MLP. MFU stays against the dense bf16 peak, as for every case. At GPT-2 small's
-# sizes FP8 runs slower than the bf16 cases it builds on (docs/evidence/h200-fp8.md); its minimum speedups
+# sizes FP8 runs slower than the bf16 cases it builds on (research/evidence/h200-fp8.md); its minimum speedups
 # over the reference sit about 20% below the lowest measured on H200 leases (6.4x, 6.1x and 11.9x).
 FP8 = {"needs_cuda": "FP8 tensor cores need compute capability 8.9 or later", "needs_package": float8.REQUIREMENT}
 fp8_tensorwise = compiled.but(

@@ -6,7 +6,7 @@ AdamW moments take 5.7 GB in float32 and its activations at 8 sequences of 1,024
 so that each saver has bytes to save. The reference is the suite's fast eager recipe (bf16 autocast,
 SDPA, fused AdamW, padded vocabulary). Declared ratios sit just above the peaks measured on the H200
 (deterministic: equal in every run) and minimum speedups about 10% below the lowest measured
-(docs/evidence/h200-memory-ladder.md).
+(research/evidence/h200-memory-ladder.md).
 """
 
 from __future__ import annotations

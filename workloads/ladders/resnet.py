@@ -32,7 +32,7 @@ stack = compiled.but(
 
 # the JPEGs decoded and augmented on the device (nvJPEG, one grid_sample) instead of by the DataLoader's
 # workers: alone on the eager mixed-precision case, and in the stack. Minimum speedups about two thirds
-# of the lowest measured (7.2x and 11.5x on H200 leases: docs/evidence/h200-gpu-decode.md); on hosts
+# of the lowest measured (7.2x and 11.5x on H200 leases: research/evidence/h200-gpu-decode.md); on hosts
 # with cores enough for the workers both are slower than their CPU-decoding parents.
 GPU_DECODE = {"needs_package": gpu_decode.REQUIREMENT}
 decoded_amp_bf16 = amp_bf16.but(

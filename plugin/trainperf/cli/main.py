@@ -5,8 +5,7 @@ trainperf compare A.json B.json                  per-case differences from A to 
 trainperf export RUN.json --format F -o DIR      the figures for github-action-benchmark or Bencher
 trainperf summary RUN.json                       a GitHub Actions job summary (Markdown) on stdout
 trainperf calibrate RUN.json [RUN.json ...]      add the runs' judged medians to the baselines' history
-trainperf noise BASELINE.json [--boards]         per case: its measured noise and the slowdown it catches;
-                                                 --boards: where its runs split by the GPU board's part
+trainperf noise BASELINE.json                    per case: its measured noise and the slowdown it catches
 """
 
 from __future__ import annotations
@@ -68,13 +67,10 @@ def _run(argv: Sequence[str] | None) -> int:
     )
     noise.add_argument("baseline", type=Path, help="a per-device baseline file (baselines/<device>.json)")
     noise.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text")
-    noise.add_argument(
-        "--boards", action="store_true", help="the board parts whose stored runs stand apart from the case's others"
-    )
     args = parser.parse_args(argv)
     try:
         if args.command == "noise":
-            return _noise(args.baseline, args.only, args.boards)
+            return _noise(args.baseline, args.only)
         if args.command == "summary":
             from trainperf.report.job_summary import render
 
@@ -163,8 +159,7 @@ def _calibrate(documents: list[RunDocument], directory: Path) -> int:
     return 0
 
 
-def _noise(path: Path, only: str, boards: bool) -> int:
-    from trainperf.report import board_groups
+def _noise(path: Path, only: str) -> int:
     from trainperf.report.noise_table import noise_frame, render
 
     if not path.is_file():
@@ -173,7 +168,7 @@ def _noise(path: Path, only: str, boards: bool) -> int:
     if not cases:
         raise BaselineError(f"{path}: no case" + (f" whose name contains {only!r}" if only else ""))
     print(f"{path}: {len(cases)} case(s), the gate's default floor {checks.DEFAULT_FLOOR:.0%} (a case's own raises it)")
-    print(board_groups.render(board_groups.board_frame(cases)) if boards else render(noise_frame(cases)))
+    print(render(noise_frame(cases)))
     return 0
 
 

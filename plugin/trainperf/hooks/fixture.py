@@ -20,7 +20,7 @@ from trainperf.judge.checks import CheckName
 from trainperf.measure import fresh_process, time_limit
 from trainperf.measure.errors import first_line
 from trainperf.measure.measurement import Measurement, combined
-from trainperf.measure.runner import release_memory, run_case
+from trainperf.measure.runner import free_memory, run_case
 from trainperf.record.result import CaseResult
 from trainperf.record.session import PerfSession
 from trainperf.report import junit, lines
@@ -217,15 +217,15 @@ class TrainPerf:
         return second
 
     def _measure(self, spec: CaseSpec) -> Measurement:
-        """The case's run; running out of device memory fails this case alone, its memory released."""
+        """The case's run; running out of device memory fails this case alone, its memory freed."""
         if spec.optimization.ddp is not None:
             return self._measure_data_parallel(spec)
         try:
             return self._limited(spec)
         except torch.OutOfMemoryError as error:
             out_of_memory = first_line(error, 300)
-        release_memory(spec.device)  # outside the except block: its traceback no longer holds the case's tensors
-        pytest.fail(f"{spec.key}: ran out of {spec.device.type} memory: {out_of_memory} (memory released)", False)
+        free_memory(spec.device)  # outside the except block: its traceback no longer holds the case's tensors
+        pytest.fail(f"{spec.key}: ran out of {spec.device.type} memory: {out_of_memory} (memory freed)", False)
 
     def _measure_data_parallel(self, spec: CaseSpec) -> Measurement:
         """One process per GPU (two on the CPU); any rank's failure fails the case, naming the ranks."""

@@ -1,7 +1,7 @@
 """A case that looks slower is measured again at the end of the session, not right away.
 
 What slowed a first measurement (a fresh machine's first minutes, another guest's burst) can last long
-enough to slow a second one taken seconds later in the same state (docs/evidence/h200-fresh-host-runs.md);
+enough to slow a second one taken seconds later in the same state (research/evidence/h200-fresh-host-runs.md);
 minutes later, after the other cases, such a transient is less likely to last, while a regression of the
 code still does. The test of such a case stops after its first measurement (``ConfirmLater``) and its
 reports are held back; after the last item the test runs again, takes the held measurement, measures the

@@ -2,12 +2,12 @@
 
 A CI job past its time limit, ``timeout`` or a scheduler stopping a runner sends SIGTERM, whose default
 ends Python at once: no run document, no JUnit file, no summary, nothing of the cases already measured
-(docs/evidence/h200-fresh-host-runs.md, lease AI). Raised as ``KeyboardInterrupt`` in the main thread,
+(research/evidence/h200-fresh-host-runs.md). Raised as ``KeyboardInterrupt`` in the main thread,
 it makes pytest end the session as interrupted: the finished cases are reported and written, those
 waiting for a second measurement are named. A second SIGTERM ends the process at once, as the default would,
 unless it comes within ``DUPLICATE_S`` of the first: that is the same stop delivered twice, as when
 ``timeout`` signals its whole process group and a wrapper script forwards the signal to pytest as well
-(docs/evidence/h200-host-work.md, lease AX). Installed only in the main thread and where nothing else
+(research/evidence/h200-host-work.md). Installed only in the main thread and where nothing else
 handles SIGTERM, and put back at the end.
 """
 

@@ -17,19 +17,19 @@ from typing import Any
 from trainperf.judge import stats
 
 # The smallest slowdown the gate judges, whatever the measured noise: above the run-to-run spread of
-# GPU-bound cases and below the 5% a gate must catch (docs/evidence/h100-trust.md). A case may declare a
+# GPU-bound cases and below the 5% a gate must catch (research/evidence/h100-trust.md). A case may declare a
 # larger floor, with its reason, up to case.MAX_SLOWDOWN_FLOOR.
 DEFAULT_FLOOR = 0.03
 # A baseline of fewer than stats.MIN_RUNS runs has no measured noise: it judges only slowdowns this large,
 # and only when the iterations tell them apart (Mann-Whitney U, p < DEFAULT_ALPHA).
 FALLBACK_THRESHOLD = 0.10
 DEFAULT_ALPHA = 0.01
-# GPU busy share below which a case waits for the host: GPU-bound cases kept 93-99% on fresh H200 leases,
-# launch-bound ones 30-89% (docs/evidence/h200-calibration.md); it only words a failure's hint
+# GPU busy share below which a case waits for the host: it parts GPU-bound cases from launch-bound ones
+# (research/evidence/h200-calibration.md); it only words a failure's hint
 HOST_BOUND_BUSY = 0.9
 # A run whose iterations spread this many times as widely as the recorded runs' (and beyond the floor)
-# was disturbed while it ran: a host stall spread one case's iterations 13% against 0.1% recorded
-# (docs/evidence/h200-examples-gate.md, lease P); it only words a failure's hint
+# was disturbed while it ran, as by a host stall (research/evidence/h200-examples-gate.md); it only words a
+# failure's hint
 DISTURBED_SPREAD_FACTOR = 5.0
 # NVML's clock event reason of a GPU held to its power limit: its clock then depends on the chip
 POWER_CAP = "software power cap"

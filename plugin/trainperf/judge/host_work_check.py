@@ -1,13 +1,13 @@
 """The host-work check: a case whose GPU waits for the host must not make more calls per iteration
 (``host_work.py``) than its stored runs did, beyond their measured noise.
 
-Such a case runs as fast as the host issues its work, and hosts differ: such cases moved by -15% to
-+61% between machines (docs/evidence/trust.md), so most judge their time at 19% or more. The
+Such a case runs as fast as the host issues its work, and hosts differ: such cases move between machines
+by far more than a regression (research/evidence/trust.md), so their time alone catches little. The
 calls the host makes per iteration are the same on a fast or a slow host; more of them cost time on
 every host. The training step's calls are judged apart too: a case that reads its data in many cheap
 calls hides a rise in its step's calls in the iteration's; and so are the step's calls into torch: an op
 costs the host microseconds where a Python call costs a fraction of one, so a case of many cheap calls
-hides added ops in both (docs/evidence/h200-host-work.md, lease AW). A GPU-bound case is judged on its time
+hides added ops in both (research/evidence/h200-host-work.md). A GPU-bound case is judged on its time
 alone: host work it adds hides behind the GPU.
 Pure: no torch, no pytest.
 """

@@ -3,7 +3,7 @@ speedup (``min_speedup``) and its peak memory (``max_memory_ratio``).
 
 Pure, beside ``gate.py``: a declared speedup is a claim, not a measured bound, so a shortfall that the
 measured noise of the case and its reference explains passes with a note
-(docs/evidence/trust.md, "How the gate judges").
+(research/evidence/trust.md, "How the gate judges").
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ class RunNoise:
     ``GATE_CONFIDENCE`` prediction interval of the stored runs (Student's t, for few runs), and never
     below ``floor``. The spread it uses is the run medians' or, where larger, the iterations' own spread
     within a run: runs recorded minutes apart can agree far more closely than runs on other nights
-    (docs/evidence/h200-examples-gate.md). ``spread`` is None with fewer than ``MIN_RUNS`` runs, when
+    (research/evidence/h200-examples-gate.md). ``spread`` is None with fewer than ``MIN_RUNS`` runs, when
     ``threshold`` is the caller's fallback."""
 
     runs: int

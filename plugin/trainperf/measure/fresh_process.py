@@ -1,10 +1,10 @@
 """A case measured afresh in a process of its own: what recording baselines and confirming a failure need.
 
 Runs of one case in one process share that process's state (its memory layout, its threads, what ran
-before): on an H100, three runs of a launch-bound case in one process agreed within 0.4% while fresh
-processes moved by 8-40% (docs/evidence/h100-trust.md). A child process re-runs the test node in measuring
-mode (``python -m pytest <nodeid>``, no shell), with the parent's iterations, and writes the
-measurement as JSON.
+before): runs of a launch-bound case in one process agree far more closely than runs in fresh
+processes (research/evidence/h100-trust.md), so one process would understate the noise. A child
+process re-runs the test node in measuring mode (``python -m pytest <nodeid>``, no shell), with the
+parent's iterations, and writes the measurement as JSON.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 NVML measures the share of time a kernel ran over fixed sample periods (0.2 s on the H200; 1/6 s to
 1 s by product) and keeps each sample with the time its period ended. A sample whose period began
-before the window mixes in what ran before it: averaging the latest reading every 50 ms read a 0.3 s
-spin as 33% busy and a 2 s one as 90% (docs/evidence/h200-gpu-busy-window.md). The samples whose
+before the window mixes in what ran before it: averaging the latest readings under-reads a short busy
+window (research/evidence/h200-gpu-busy-window.md). The samples whose
 periods lie wholly inside the window read it exactly, so only those count; a window too short to hold
 one has no busy share.
 """

@@ -2,7 +2,7 @@
 tiny in-place op, measured right before a case is timed.
 
 A launch-bound case runs at the host's pace, so a slower host slows it with the same code, while a
-GPU-bound case keeps its time (docs/evidence/h200-suite-strict-runs.md). The figure is kept beside the
+GPU-bound case keeps its time (research/evidence/h200-suite-strict-runs.md). The figure is kept beside the
 case's clocks and in its baseline, so that a failure on a slower host says so.
 """
 

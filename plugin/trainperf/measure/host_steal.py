@@ -3,14 +3,14 @@ cores, and of the cores the timing thread itself ran on; and how much of the mac
 processes other than the case's own used meanwhile.
 
 On a shared virtual machine, a launch-bound case slows when other guests hold the host's cores, and the
-steal counters of /proc/stat show part of it (docs/evidence/h200-noise-sources.md). Steal over all cores
+steal counters of /proc/stat show part of it (research/evidence/h200-noise-sources.md). Steal over all cores
 does not say whether the one core that issues the GPU's work lost time, so a sampling thread follows
-that thread from core to core. On the H200 hosts measured, it stayed near zero while the steal of all
-cores marked the runs that neighbours slowed (docs/evidence/h200-examples-gate.md, leases R and S).
+that thread from core to core. Where measured, it stayed near zero while the steal of all cores marked
+the runs that neighbours slowed (research/evidence/h200-examples-gate.md).
 A slow run with no steal may instead share the machine with other work (another job, daemons): the
 third share tells that apart. The processes the case started (DataLoader and compile workers) are its
 own, not "other": counted as other, they once read as a busy neighbour
-(docs/evidence/h200-fresh-host-runs.md). All three are kept beside each case's clocks so
+(research/evidence/h200-fresh-host-runs.md). All three are kept beside each case's clocks so
 that a slow run can be told from slow code. Reads nothing off Linux.
 """
 

@@ -3,7 +3,7 @@ iterations after the timed ones (Python functions, and the C functions Python ca
 them: ``sys.setprofile``'s "call" and "c_call" events).
 
 A case whose GPU waits for the host runs as fast as the host issues its work, and the host's speed
-moves by 7-18% between processes and machines (docs/evidence/h200-noise-sources.md). The count does not
+moves between processes and machines (research/evidence/h200-noise-sources.md). The count does not
 follow the host's speed: the same code makes the same calls on a fast or a slow host, so more calls mean
 more host work. The iterations are counted after the timed ones and after the held-out metric, and the
 profile function is removed before anything else runs.

@@ -44,7 +44,7 @@ def run_case(spec: CaseSpec, then: Callable[[Prepared], None] | None = None) -> 
         with backend_settings(spec.optimization):
             return _run(spec, then)
     finally:  # here, not in _run: its frame would still hold the model, its optimizer and its batches
-        release_memory(spec.device)
+        free_memory(spec.device)
 
 
 @dataclass
@@ -136,7 +136,7 @@ def _during(watch: devices.ClockWatch, steal: StealWatch, host_us: float) -> dic
     return during
 
 
-def release_memory(device: torch.device) -> None:
+def free_memory(device: torch.device) -> None:
     """Free what the finished case left: unreferenced objects, what torch.compile keeps (its compiled code
     holds the model; CUDA graph trees hold their memory pool), then the CUDA cache."""
     if "torch._dynamo" in sys.modules:  # loaded only where something was compiled

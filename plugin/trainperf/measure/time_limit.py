@@ -1,7 +1,7 @@
 """A case's time limit in the test process, so that a hung workload fails its case and later cases run.
 
 ``SIGALRM`` raises ``CaseTimeout`` in the main thread when the limit passes; the case's own ``finally``
-blocks release its memory. A signal reaches Python code only between its bytecodes: a hang inside one C
+blocks free its memory. A signal reaches Python code only between its bytecodes: a hang inside one C
 call (a CUDA or NCCL wait that never returns) is stopped when that call returns. Without ``setitimer``
 (not POSIX), off the main thread, or when another plugin (pytest-timeout's signal method) holds
 ``SIGALRM``, no limit is set and the caller says so.

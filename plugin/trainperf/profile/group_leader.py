@@ -2,7 +2,7 @@
 
 ``run_in_own_group`` kills the group at a timeout or an interrupt, but a session killed outright
 (SIGKILL from ``timeout -k``, a CI runner or the OOM killer) cannot: its measuring child went on using the
-GPU and ran beside the next session's first case (docs/evidence/h100-suite-baselines.md, lease BN).
+GPU and ran beside the next session's first case (research/evidence/h100-suite-baselines.md).
 Started between the session and the command, this process asks Linux to signal it when its parent
 dies (``PR_SET_PDEATHSIG``) and then kills its whole group; elsewhere it only runs the command.
 Run as a file (``python group_leader.py PARENT_PID COMMAND...``): it imports nothing of trainperf.

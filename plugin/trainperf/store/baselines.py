@@ -182,7 +182,7 @@ def history(entry: Mapping[str, Any]) -> list[float]:
 def history_boards(entry: Mapping[str, Any]) -> list[str | None]:
     """The board part number of each run in ``history_ms``, in its order: None for the runs added before
     the part was kept. On H200s the part told the kernels' slow machines from the fast ones
-    (docs/evidence/h200-gpu-bound-noise.md); kept so that the history can say whether it always does."""
+    (research/evidence/h200-gpu-bound-noise.md); kept so that the history can say whether it always does."""
     runs = len(history(entry))
     kept = list(entry.get("history_boards", []))[-runs:] if runs else []
     return [None] * (runs - len(kept)) + kept
