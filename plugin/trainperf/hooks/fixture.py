@@ -93,7 +93,7 @@ class TrainPerf:
             if check.name == CheckName.CLOCKS or check.noted:
                 self.session.note(check.message)
         if measurement.sample_unit == "images":
-            self.session.note(lines.training_log_line(entry))
+            self.session.details.append(lines.training_log_line(entry))
         if measurement.communication is not None:
             self.session.note(lines.communication_line(entry, self.session.entries))
         failed = checks.failures(result.checks)

@@ -43,6 +43,7 @@ class PerfSession:
     references: dict[tuple[str, int, int], Measurement] = field(default_factory=dict)
     pending: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)  # per-case lines the table already shows, under -v
     changes: list[baselines.Change] = field(default_factory=list)
     baseline_error: baselines.BaselineError | OSError | None = None  # the write that failed, if one did
     accepted: dict[str, float] = field(default_factory=dict)  # medians --perf-history/--perf-calibrate add

@@ -13,19 +13,20 @@ from trainperf.report.units import rate_text
 
 def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
     """The cases table as text (``document.cases_frame`` gives the figures): median ± IQR, baseline, the
-    smallest slowdown the gate detects at the case's measured noise and the one it catches nine times in
-    ten, speedup, throughput, MFU, data wait, accuracy, memory, compile time, verdict."""
+    slowdown beyond which the gate fails the case at its measured noise (``threshold``) and the one it
+    catches nine times in ten, speedup, throughput, MFU, data wait, accuracy, memory, compile time,
+    verdict. ``LEGEND`` says what the short headers mean."""
     return pd.DataFrame(
         {
             "case": frame["case"],
             "ms/iter (± IQR)": [f"{m:.3f} ± {q:.3f}" for m, q in zip(frame["median_ms"], frame["iqr_ms"], strict=True)],
             "baseline ms": ["" if pd.isna(v) else f"{v:.3f}" for v in frame["baseline_ms"]],
             "vs baseline": ["" if pd.isna(v) else f"{v:+.1%}" for v in frame["delta"]],
-            "detects": [
+            "threshold": [
                 detects_text(t, w)
                 for t, w in zip(frame["min_detectable"], frame["min_detectable_host_work"], strict=True)
             ],
-            "9 in 10": [percent(v) for v in frame["caught_9_in_10"]],
+            "caught 9/10": [percent(v) for v in frame["caught_9_in_10"]],
             "speedup": ["" if pd.isna(s) else f"{s:.2f}x" for s in frame["speedup"]],
             "throughput/s": [rate_text(v, u) for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
             "MFU": [mfu_text(m, f) for m, f in zip(frame["mfu"], frame["fp8_share"], strict=True)],
@@ -59,6 +60,17 @@ def top_table(rows: list[dict[str, Any]], unit: str, full_names: bool = True) ->
     if full_names:
         table["full name"] = [row["name"] for row in rows]
     return table
+
+
+# what the summary's short headers mean, printed under the table for the columns it shows
+LEGEND = {
+    "threshold": "the slowdown against the baseline beyond which the case fails, at its measured noise "
+    "(host: the rise in host calls per iteration, where the GPU waits for the host)",
+    "caught 9/10": "the slowdown caught nine times in ten",
+    "speedup": "throughput (samples/s) over the workload's reference case in this run, so cases of other "
+    "batch sizes compare",
+    "reader": "share of the iteration spent waiting for data",
+}
 
 
 def detects_text(slowdown: float | None, host_work: float | None) -> str:

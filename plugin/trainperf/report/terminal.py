@@ -9,16 +9,25 @@ from trainperf.profile.profiler import CaseProfile
 from trainperf.record.document import cases_frame
 from trainperf.record.profile_summary import top_records
 from trainperf.record.session import PerfSession
-from trainperf.report.tables import display_cases, top_table
+from trainperf.report.tables import LEGEND, display_cases, top_table
 from trainperf.store import baselines
+
+FEW = 3  # cases a note names before it counts the rest
 
 
 def cases_text(entries: Sequence[Mapping[str, Any]]) -> str:
-    """The cases table as the summary prints it; without the MFU column where no case has one."""
+    """The cases table as the summary prints it, without the columns no case fills (a first run has no
+    baseline), then a legend of the short headers it shows."""
     table = display_cases(cases_frame(entries))
-    if not any(table["MFU"]):
-        table = table.drop(columns="MFU")
-    return str(table.to_string(index=False))
+    table = table[[column for column in table if column == "case" or any(table[column])]]
+    legend = [f"{column}: {text}" for column, text in LEGEND.items() if column in table]
+    return "\n".join([str(table.to_string(index=False)), *(f"  {line}" for line in legend)])
+
+
+def few(keys: Sequence[str]) -> str:
+    """'a, b, c' or 'a, b, c and 4 more': a note that names cases stays one short line."""
+    shown = ", ".join(keys[:FEW])
+    return shown if len(keys) <= FEW else f"{shown} and {len(keys) - FEW} more"
 
 
 def write_summary(session: PerfSession, terminal: Any) -> None:
@@ -42,12 +51,15 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
     if missing and not session.settings.update_baselines:
         terminal.write_line(
             f"note: no stored baseline in {session.baseline_file} for {len(missing)} case(s): "
-            f"{', '.join(missing)}; record them with --update-baselines"
+            f"{few(missing)}; record them with --update-baselines"
         )
     if session.results and session.device.type == "cpu":  # on a GPU the session notes a missing peak itself
         _write_cpu_notes(session, terminal)
     for note in session.notes:
         terminal.write_line("note: " + note)
+    if terminal.config.option.verbose > 0:
+        for line in session.details:
+            terminal.write_line("note: " + line)
     _write_skipped(terminal)
 
 
@@ -58,7 +70,7 @@ def _write_cpu_notes(session: PerfSession, terminal: Any) -> None:
     slower = [r.key for r in session.results if r.speedup is not None and r.speedup < 1.0]
     if slower:
         terminal.write_line(
-            f"note: {len(slower)} case(s) ran slower than their reference on the CPU ({', '.join(slower)}): "
+            f"note: {len(slower)} case(s) ran slower than their reference on the CPU ({few(slower)}): "
             "most optimizations target the GPU; a speedup is checked only where a case declares one for the CPU"
         )
 
