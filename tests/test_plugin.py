@@ -649,7 +649,7 @@ def test_toy(trainperf, optimization):
 def test_image_cases_log_their_costs_and_data_parallel_ones_their_scaling(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=DATA_PARALLEL_AND_IMAGES_TEST)
-    result = pytester.runpytest(*BASE, "--junitxml=junit.xml")
+    result = pytester.runpytest(*BASE, "--junitxml=junit.xml", "-v")  # -v: the per-case cost lines too
     result.assert_outcomes(passed=2, failed=1, skipped=1)
     assert not [line for line in result.stdout.lines if " MFU " in line]  # no peak FLOP/s on this CPU: no column
     result.stdout.fnmatch_lines(
@@ -800,3 +800,23 @@ def test_an_interrupted_run_names_the_case_it_cut_off(pytester: pytest.Pytester)
     assert [case["name"] for case in document["benchmarks"]] == ["toy/reference"]
     (cut_off,) = document["unfinished"]
     assert (cut_off["name"], cut_off["verdict"]) == ("toy/later", "interrupted")
+
+
+def test_a_failing_case_keeps_torch_trace_records_out_of_its_captured_log(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import logging
+
+        def test_traced(trainperf):
+            trace = logging.getLogger("torch.__trace")
+            trace.setLevel(logging.DEBUG)  # as torch sets it
+            trace.propagate = True  # as a compiled case on a GPU left it: to torch's stderr handler
+            trace.debug("")
+            logging.getLogger("toy").warning("kept")
+            assert False
+        """
+    )
+    result = pytester.runpytest(*BASE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*Captured log call*", "WARNING *toy*kept*"])
+    assert not [line for line in result.stdout.lines if line.startswith("V") and line.endswith("] ")]

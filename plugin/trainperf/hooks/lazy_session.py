@@ -4,6 +4,7 @@ its device, its terminal progress lines and, under ``--profile``, its profiler s
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ class LazySession:
         from trainperf.measure import device as devices
         from trainperf.record.session import PerfSession
 
+        _quiet_torch_trace()
         try:
             launch = launcher.from_environment(os.environ)
             if launch is not None and self.settings.device != "cpu":
@@ -96,3 +98,14 @@ class LazySession:
         assert children is not None
         session.profiling = ProfileSetup(backend, root, children.rootdir, children.pytest_args, children.timeout_s)
         session.note(f"profiles written under {root}")
+
+
+TORCH_TRACE = "torch.__trace"  # torch's structured trace, for tlparse's files, not for a terminal
+
+
+def _quiet_torch_trace() -> None:
+    """torch's structured-trace records (an empty line per compiled graph) reach the terminal only where
+    that logger propagates to torch's own stderr handler: keep them off it, so that a failing compiled
+    case's captured output shows its error, not pages of them. TORCH_TRACE's own files are untouched."""
+    for handler in logging.getLogger("torch").handlers:
+        handler.addFilter(lambda record: record.name != TORCH_TRACE)
