@@ -232,6 +232,34 @@ OPTIONS: dict[str, OptionSpec] = {
 
 MARKER_OPTIONS = tuple(name for name, spec in OPTIONS.items() if spec.in_marker)
 
+PAGE_HEAD = """# Options
+
+Every option has a command-line flag, an environment variable and an ini key (in `pytest.ini`,
+`pyproject.toml`'s `[tool.pytest.ini_options]` or `tox.ini`). Precedence: command line > environment >
+ini > `@pytest.mark.trainperf(...)` marker > default. An invalid value stops the run before any case
+with an error that names where it came from (exit status 4). Boolean values accept `1/0`, `true/false`,
+`yes/no` and `on/off`. `--profile` has the twin `--perf-profile`, the only one registered where another
+plugin owns `--profile`.
+
+This page is generated from `plugin/trainperf/config/options.py`:
+`python -m trainperf.config.options > docs/options.md`.
+"""
+
+
+def options_page() -> str:
+    """docs/options.md: the table of every option, as the options module defines them."""
+    rows = ["| flag | environment | ini key | marker | default | what it does |", "|---|---|---|---|---|---|"]
+    for spec in OPTIONS.values():
+        flag = spec.flag if spec.is_flag else f"{spec.flag}=VALUE"
+        marker = f"`{spec.name}=`" if spec.in_marker else ""
+        default = "" if spec.default is None else f"`{spec.default}`"
+        rows.append(f"| `{flag}` | `{spec.env}` | `{spec.ini}` | {marker} | {default} | {spec.help} |")
+    return PAGE_HEAD + "\n" + "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(options_page(), end="")
+
 
 def marker_values(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """What ``@pytest.mark.trainperf(...)`` sets, by name; SettingError for a positional or unknown
