@@ -1,15 +1,21 @@
-"""The README's examples are what the code prints, so that they cannot drift from it."""
+"""The docs a user reads are what the code does: the README's summary is what the summary prints, its own
+model is the example file CI runs (typed for ``mypy --strict``), and the options page is the options
+module's table."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+from trainperf.config.options import options_page
 from trainperf.report.terminal import cases_text
 
 ROOT = Path(__file__).parent.parent
 # `pytest examples --update-baselines`, then `pytest examples --perf-report=DIR` on a two-core CPU machine
 EXAMPLES_RUN = Path(__file__).parent / "data" / "cpu_examples.run.json"
+OWN_MODEL = ROOT / "examples" / "test_my_model.py"
 
 
 def fenced_block_after(text: str, heading: str) -> str:
@@ -22,6 +28,33 @@ def fenced_block_after(text: str, heading: str) -> str:
 
 def test_the_summary_example_is_what_the_summary_prints_for_that_run() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    expected = cases_text(json.loads(EXAMPLES_RUN.read_text(encoding="utf-8"))["benchmarks"])
-    shown = fenced_block_after(readme, "## Reading the summary")
+    cases = json.loads(EXAMPLES_RUN.read_text(encoding="utf-8"))["benchmarks"]
+    expected = cases_text([case for case in cases if case["name"].startswith("mlp_mixer/")])
+    shown = fenced_block_after(readme, "# pytest-trainperf")
     assert shown == expected, f"README's summary example is stale; the summary prints:\n{expected}"
+
+
+def test_the_options_page_is_the_options_table() -> None:
+    page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    assert page == options_page(), "docs/options.md is stale: python -m trainperf.config.options > docs/options.md"
+
+
+def test_the_readmes_own_model_is_the_example_file_of_at_most_40_lines() -> None:
+    shown = fenced_block_after((ROOT / "README.md").read_text(encoding="utf-8"), "## Add your own model")
+    assert shown + "\n" == OWN_MODEL.read_text(encoding="utf-8")
+    assert len(shown.splitlines()) <= 40
+
+
+def test_a_users_test_file_type_checks_strictly_against_the_public_api() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(OWN_MODEL)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_readme_stays_short() -> None:
+    assert len((ROOT / "README.md").read_bytes()) <= 12_000
