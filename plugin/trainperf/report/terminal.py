@@ -55,11 +55,8 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
         )
     if session.results and session.device.type == "cpu":  # on a GPU the session notes a missing peak itself
         _write_cpu_notes(session, terminal)
-    for note in session.notes:
+    for note in [*(session.details if terminal.config.option.verbose > 0 else []), *session.notes]:
         terminal.write_line("note: " + note)
-    if terminal.config.option.verbose > 0:
-        for line in session.details:
-            terminal.write_line("note: " + line)
     _write_skipped(terminal)
 
 
