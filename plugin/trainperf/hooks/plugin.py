@@ -113,8 +113,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Load this device's baselines once, before any case runs: an unusable file stops the run here. A
     session of cases ends on SIGTERM as on Ctrl-C (``termination``); other sessions keep Python's default."""
-    from trainperf.hooks.publish import load_stored
-    from trainperf.store.baselines import BaselineError
+    from trainperf.store import baselines
 
     cases = [item for item in items if "trainperf" in getattr(item, "fixturenames", ())]
     if not cases:
@@ -124,8 +123,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for item in cases:
         _marked(item)  # a bad marker is a usage error before anything runs
     try:
-        load_stored(config.stash[SESSION_KEY].get())
-    except BaselineError as error:
+        perf = config.stash[SESSION_KEY].get()
+        perf.stored = baselines.load(perf.baseline_file)
+    except baselines.BaselineError as error:
         raise pytest.UsageError(str(error)) from None
 
 

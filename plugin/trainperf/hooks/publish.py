@@ -24,11 +24,6 @@ if TYPE_CHECKING:
     from trainperf.record.session import PerfSession
 
 
-def load_stored(perf: PerfSession) -> None:
-    """Read this device's baseline file into the session; raises BaselineError for an unusable file."""
-    perf.stored = baselines.load(perf.baseline_file)
-
-
 def record_case(perf: PerfSession, result: CaseResult) -> CaseEntry:
     """A finished case kept by the session, its baseline merged into this device's file (under
     --update-baselines) and the run document on disk brought up to date."""

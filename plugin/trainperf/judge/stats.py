@@ -14,13 +14,19 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pytest_benchmark.stats import Stats as _BenchmarkStats
-from scipy import stats as _scipy_stats
 
 CONFIDENCE = 0.95
 GATE_CONFIDENCE = 0.99  # a run of unchanged code is judged slower at most 1% of the time by chance
 MIN_RUNS = 3  # run medians needed before their spread is taken as the noise
 NORMAL_IQR = 1.349  # interquartile range of a standard normal distribution, in standard deviations
 RELIABLE_POWER = 0.9  # a slowdown counts as caught reliably when caught nine times in ten
+
+
+def _scipy_stats() -> Any:
+    """scipy.stats, imported on first use: at import it would cost every pytest process half a second."""
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -76,8 +82,8 @@ def median_confidence_interval(samples: Sequence[float], confidence: float = CON
     """Order-statistic (binomial) confidence interval of the median; the whole range for tiny samples."""
     ordered = sorted(samples)
     n = len(ordered)
-    lower_rank = int(_scipy_stats.binom.ppf((1 - confidence) / 2, n, 0.5))
-    upper_rank = int(_scipy_stats.binom.isf((1 - confidence) / 2, n, 0.5))
+    lower_rank = int(_scipy_stats().binom.ppf((1 - confidence) / 2, n, 0.5))
+    upper_rank = int(_scipy_stats().binom.isf((1 - confidence) / 2, n, 0.5))
     lower_rank = max(lower_rank - 1, 0)
     upper_rank = min(upper_rank, n - 1)
     return float(ordered[lower_rank]), float(ordered[upper_rank])
@@ -87,7 +93,7 @@ def slower_p_value(current: Sequence[float], baseline: Sequence[float]) -> float
     """One-sided Mann-Whitney U p-value for 'current is slower (larger) than baseline'."""
     if not current or not baseline:
         raise ValueError("both sample sets must be non-empty")
-    result = _scipy_stats.mannwhitneyu(current, baseline, alternative="greater")
+    result = _scipy_stats().mannwhitneyu(current, baseline, alternative="greater")
     return float(result.pvalue)
 
 
@@ -106,7 +112,7 @@ def apart_p_value(group: Sequence[float], rest: Sequence[float]) -> float | None
         return None
     if statistics.pvariance(group) == 0 and statistics.pvariance(rest) == 0:
         return 1.0 if statistics.fmean(group) == statistics.fmean(rest) else 0.0
-    return float(_scipy_stats.ttest_ind(group, rest, equal_var=False).pvalue)
+    return float(_scipy_stats().ttest_ind(group, rest, equal_var=False).pvalue)
 
 
 def summary_from_dict(data: dict[str, Any]) -> Summary:
@@ -156,7 +162,7 @@ def run_noise(
     if n < MIN_RUNS:
         return RunNoise(n, center_ms, None, max(floor, fallback), iteration_spread)
     spread = statistics.stdev(runs, xbar=center_ms) / center_ms  # about the recorded center, n - 1 degrees
-    t = float(_scipy_stats.t.ppf(GATE_CONFIDENCE, n - 1))
+    t = float(_scipy_stats().t.ppf(GATE_CONFIDENCE, n - 1))
     threshold = max(floor, t * max(spread, iteration_spread) * math.sqrt(1 + 1 / n))
     return RunNoise(n, center_ms, spread, threshold, iteration_spread)
 
@@ -175,7 +181,7 @@ def reliably_caught(noise: RunNoise, power: float = RELIABLE_POWER, confirmed: b
     if sigma is None:
         return None
     each = math.sqrt(power) if confirmed else power
-    return noise.threshold + float(_scipy_stats.norm.ppf(each)) * sigma
+    return noise.threshold + float(_scipy_stats().norm.ppf(each)) * sigma
 
 
 def caught_share(noise: RunNoise, slowdown: float, confirmed: bool = True) -> float | None:
@@ -187,7 +193,7 @@ def caught_share(noise: RunNoise, slowdown: float, confirmed: bool = True) -> fl
     each = (
         float(slowdown > noise.threshold)
         if sigma == 0
-        else float(_scipy_stats.norm.cdf((slowdown - noise.threshold) / sigma))
+        else float(_scipy_stats().norm.cdf((slowdown - noise.threshold) / sigma))
     )
     return each * each if confirmed else each
 
