@@ -14,6 +14,7 @@ EXAMPLES = {  # by workload name; a module is imported only for its own cases (t
     "mlp_mixer": "examples.mlp_mixer",
     "hf_llama": "examples.hf_llama",
     "timm_resnet50": "examples.timm_resnet",
+    "my_regression": "examples.test_my_model",
 }
 
 

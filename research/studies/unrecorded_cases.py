@@ -37,6 +37,7 @@ WORKLOAD_OF_TEST = {  # test function -> the workload name its cases are stored 
     "test_mlp_mixer": "mlp_mixer",
     "test_hf_llama": "hf_llama",
     "test_timm_resnet": "timm_resnet50",
+    "test_my_model": "my_regression",
 }
 
 
