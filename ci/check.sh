@@ -22,10 +22,13 @@ run_pytest() {
   return "$status"
 }
 
+# hypothesis's pytest plugin costs each of the many pytest processes the tests start most of a second at
+# start, and none of them needs it (its @given tests run without it)
+export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -p no:hypothesispytest"
 # the slow end-to-end sessions too, once, on two xdist workers: each worker's timing tests then share the
-# cores with the other's, which they pass (research/evidence/cpu-timing-noise.md); about 13 min instead of 20
+# cores with the other's, which they pass (research/evidence/cpu-timing-noise.md)
 run_pytest tests --run-slow -n 2
 run_pytest perf_tests
 run_pytest examples
 # the research's own tests (its studies' parsers and tables), apart from the product's
-run_pytest research/tests -q
+run_pytest research/tests -n 2
