@@ -11,7 +11,8 @@ by default) of host time to every step (a case that looks slower once), ``raise_
 out-of-memory error from its third step, ``build_once`` names a file: the build that finds it deletes it, and
 a build that finds none raises a ValueError (a case that cannot be built again, as one whose fresh process
 runs out of GPU memory beside the test process); in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
-``hang_on_ranks`` sleeps there for a minute, from the second step.
+``hang_on_ranks`` sleeps there for a minute, from the second step; ``extra_ops`` adds that many tensor ops to
+each step and ``host_reads`` that many reads of its loss on the host (``.item()``): more work of the same time.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class Toy:
         sleep_s = (sleep_ms + SETTLE_MS) / 1000.0 if sleep_ms else 0.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
         extra_calls = range(int(optimization.options.get("extra_calls", 0)))
+        extra_ops = range(int(optimization.options.get("extra_ops", 0)))  # tensor ops added to each step
+        host_reads = range(int(optimization.options.get("host_reads", 0)))  # loss.item() added to each step
         reader_calls = range(int(optimization.options.get("reader_calls", 0)))
         out_of_memory = bool(optimization.options.get("out_of_memory", False))
         rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
@@ -92,6 +95,10 @@ class Toy:
             for _ in extra_calls:
                 abs(0)
             value: torch.Tensor = F.cross_entropy(model(batch[0]), batch[1])
+            for _ in extra_ops:
+                value = value + 0
+            for _ in host_reads:
+                value.item()
             return value
 
         def evaluate(model: nn.Module) -> float:

@@ -290,6 +290,7 @@ class TrainPerf:
             reference_stored=session.stored_baseline(case_key(workload.name, REFERENCE)),
             device_type=spec.device.type,
             strict=session.settings.strict and not session.settings.update_baselines,
+            stored_work=session.stored_work(spec.key),
         )
         judged = policy.judge(figures, update_baselines=session.settings.update_baselines)
         return CaseResult(

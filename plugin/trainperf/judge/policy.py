@@ -15,13 +15,13 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from trainperf.judge import checks, host_work_check, reference_checks, stats
+from trainperf.judge import checks, host_work_check, reference_checks, stats, work_check
 from trainperf.judge.checks import Check, CheckName
 from trainperf.measure.measurement import Measurement
 from trainperf.spec.optimization import REFERENCE, Metric, Optimization
 
 # reported, not failed, while baselines are recorded (--update-baselines): they are what is being recorded
-NOTED_WHEN_RECORDING = frozenset({CheckName.TIME, CheckName.HOST_WORK})
+NOTED_WHEN_RECORDING = frozenset({CheckName.TIME, CheckName.HOST_WORK, CheckName.WORK})
 # reported, not failed, when the GPU throttled while the case ran: its times say little about the code
 NOTED_WHEN_THROTTLED = frozenset({CheckName.TIME, CheckName.SPEEDUP})
 # failures a second measurement in a fresh process may undo; the time only where a baseline is stored
@@ -46,6 +46,7 @@ class Figures:
     reference_stored: checks.Baseline | None
     device_type: str
     strict: bool
+    stored_work: Sequence[Mapping[str, Any]] = ()  # the work counted in each recorded run
 
     @property
     def floor(self) -> float:
@@ -91,6 +92,10 @@ def _host_work(f: Figures) -> Check | None:
     )
 
 
+def _work(f: Figures) -> Check | None:
+    return work_check.work_check(f.key, f.measurement.work[0] if f.measurement.work else None, f.stored_work)
+
+
 def _speedup(f: Figures) -> Check | None:
     if f.is_reference:
         return None
@@ -113,6 +118,7 @@ CHECKS: Mapping[CheckName, Callable[[Figures], Check | None]] = {
     CheckName.ACCURACY: _accuracy,
     CheckName.TIME: _time,
     CheckName.HOST_WORK: _host_work,
+    CheckName.WORK: _work,
     CheckName.SPEEDUP: _speedup,
     CheckName.MEMORY: _memory,
     CheckName.CLOCKS: _clocks,

@@ -16,7 +16,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from trainperf.measure import device as devices
-from trainperf.measure import host_speed, host_work
+from trainperf.measure import host_speed, host_work, work
 from trainperf.measure.host_steal import StealWatch
 from trainperf.measure.measurement import Measurement
 from trainperf.measure.phases import PhaseRanges, phase_marker
@@ -96,6 +96,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
     with phase("count"):
         calls = host_work.calls_per_iteration(step, fetch)
         synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
+        counted = work.count(step, fetch, device)
     if then is not None:
         then(case)
     return Measurement(
@@ -118,6 +119,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         host_step_calls=[calls.step],
         host_fetch_calls=list(calls.fetches),
         host_torch_calls=[calls.torch_step],
+        work=[counted.as_dict()],
         phase_s=phase.seconds,
     )
 

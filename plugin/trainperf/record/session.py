@@ -82,6 +82,10 @@ class PerfSession:
         entry = self.stored.get(key)
         return None if entry is None else baselines.stored_baseline(entry)
 
+    def stored_work(self, key: str) -> list[dict[str, Any]]:
+        """The work counted per iteration in each recorded run of the case ([] where none was)."""
+        return list((self.stored.get(key) or {}).get("work", []))
+
     def stored_calls(self, key: str) -> host_work_check.StoredCalls | None:
         entry = self.stored.get(key)
         return None if entry is None else baselines.stored_calls(entry)
@@ -148,6 +152,7 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "host_calls": m.host_calls,
         "host_step_calls": m.host_step_calls,
         "host_torch_calls": m.host_torch_calls,
+        "work": m.work,
         "summary": result.summary.as_dict(),
         "accuracy": {"metric": result.metric_name, "value": m.metric},
         "peak_memory_bytes": m.peak_memory_bytes,

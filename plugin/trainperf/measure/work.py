@@ -1,0 +1,140 @@
+"""The work of an iteration, counted: the ATen ops the case dispatches (by name), the host's
+synchronizations with the device, the copies between host and device, and on a GPU the kernels it
+launches and their time (by kernel).
+
+Counted under torch.profiler in a few untimed iterations after the timed ones, so the count never
+touches the timed window. The same code asks the machine for the same work on any host: these figures
+hold still between processes and machines where the iteration's time moves with the host, so a rise in
+them is a change of the code. The profiler sees compiled code as it runs (a ``TorchDispatchMode`` would
+make torch.compile fall back to eager). An op is counted where no other ATen op called it: what the
+program asked for, not how each op decomposes.
+"""
+
+from __future__ import annotations
+
+import collections
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.autograd import DeviceType  # type: ignore[attr-defined]
+from torch.profiler import ProfilerActivity, profile
+
+COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its optimizer step does not move it
+# ops that read a tensor's value on the host (.item(), bool(), float()): on a GPU each waits for it
+HOST_READS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero"})
+# the CUDA runtime's calls that make the host wait for the device
+SYNCHRONIZING_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy")
+COPY_OPS = frozenset({"aten::copy_", "aten::_to_copy", "aten::to"})
+
+
+@dataclass(frozen=True)
+class Work:
+    """One iteration's counted work, the median of the counted iterations (kernels: None on the CPU)."""
+
+    ops: int
+    syncs: int
+    copies: int
+    ops_by_name: dict[str, int] = field(default_factory=dict)
+    kernels: int | None = None
+    kernel_ms: float | None = None
+    kernels_by_name: dict[str, list[float]] = field(default_factory=dict)  # name: [launches, ms]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ops": self.ops,
+            "syncs": self.syncs,
+            "copies": self.copies,
+            "kernels": self.kernels,
+            "kernel_ms": self.kernel_ms,
+            "ops_by_name": self.ops_by_name,
+            "kernels_by_name": self.kernels_by_name,
+        }
+
+
+@dataclass
+class _Iteration:
+    ops: collections.Counter[str] = field(default_factory=collections.Counter)
+    syncs: int = 0
+    copies: int = 0
+    kernels: collections.Counter[str] = field(default_factory=collections.Counter)
+    kernel_us: collections.Counter[str] = field(default_factory=collections.Counter)
+
+
+def count(
+    step: Callable[[Any], object],
+    fetch: Callable[[], tuple[Any, float]],
+    device: torch.device,
+    iterations: int = COUNTED_ITERATIONS,
+) -> Work:
+    """The work of ``iterations`` training iterations (``step(fetch()[0])``, the fetch included, as in a
+    timed iteration), each figure the median over them."""
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    counted = []
+    for _ in range(iterations):
+        with profile(activities=activities) as profiler:
+            step(fetch()[0])
+            if cuda:
+                torch.cuda.synchronize(device)
+        counted.append(_read(profiler.events(), cuda))
+    return _median(counted, cuda)
+
+
+def _read(events: Iterable[Any], cuda: bool) -> _Iteration:
+    """One profiled iteration's ops (those no other ATen op called), host reads and copies, and on a GPU
+    its kernels, their time and the runtime's synchronizing calls."""
+    found = _Iteration()
+    for event in events:
+        name = event.name
+        if event.device_type == DeviceType.CUDA:
+            found.kernels[name] += 1
+            found.kernel_us[name] += event.device_time
+        elif name.startswith("aten::") and not _called_by_an_op(event):
+            found.ops[name] += 1
+            found.syncs += name in HOST_READS and not cuda
+            found.copies += name in COPY_OPS and _crosses_devices(event)
+        elif cuda and name.startswith(SYNCHRONIZING_CALLS):
+            found.syncs += 1
+    return found
+
+
+def _called_by_an_op(event: Any) -> bool:
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith("aten::"):
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
+def _crosses_devices(event: Any) -> bool:
+    """Whether a copy op moved data between host and device: it launched a memcpy on the GPU."""
+    return any(kernel.name.startswith("Memcpy") for kernel in getattr(event, "kernels", ()))
+
+
+def _median(counted: list[_Iteration], cuda: bool) -> Work:
+    def median(values: Iterable[float]) -> float:
+        return float(statistics.median(values))
+
+    ops = _by_name([iteration.ops for iteration in counted])
+    kernels = _by_name([iteration.kernels for iteration in counted])
+    kernel_ms = {name: median(it.kernel_us[name] for it in counted) / 1000 for name in kernels}
+    return Work(
+        ops=int(median(sum(it.ops.values()) for it in counted)),
+        syncs=int(median(it.syncs for it in counted)),
+        copies=int(median(it.copies for it in counted)),
+        ops_by_name=ops,
+        kernels=int(median(sum(it.kernels.values()) for it in counted)) if cuda else None,
+        kernel_ms=median(sum(it.kernel_us.values()) for it in counted) / 1000 if cuda else None,
+        kernels_by_name={name: [n, round(kernel_ms[name], 4)] for name, n in kernels.items()},
+    )
+
+
+def _by_name(counters: list[collections.Counter[str]]) -> dict[str, int]:
+    """Each name's median count over the iterations, where it is not zero."""
+    names = sorted({name for counter in counters for name in counter})
+    medians = {name: int(statistics.median(counter[name] for counter in counters)) for name in names}
+    return {name: n for name, n in medians.items() if n}

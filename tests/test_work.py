@@ -1,0 +1,93 @@
+"""The work counted per iteration (ATen ops, synchronizations, copies, kernels) and the check that judges
+it: exact where the code is, and naming what rose."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from trainperf.judge.checks import CheckName
+from trainperf.judge.work_check import rises, work_check
+from trainperf.measure import work
+
+BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl")
+
+
+def training(extra_ops: int = 0, host_reads: int = 0):  # type: ignore[no-untyped-def]
+    model = torch.nn.Linear(8, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        loss = torch.nn.functional.mse_loss(model(batch[0]), batch[1])
+        for _ in range(extra_ops):
+            loss = loss + 0
+        for _ in range(host_reads):
+            loss.item()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    def fetch() -> tuple[tuple[torch.Tensor, torch.Tensor], float]:
+        return (torch.randn(4, 8), torch.randn(4, 1)), 0.0
+
+    return step, fetch
+
+
+def test_the_same_step_counts_the_same_work_and_added_ops_and_reads_show_by_name() -> None:
+    cpu = torch.device("cpu")
+    base = [work.count(*training(), cpu) for _ in range(2)]
+    assert base[0] == base[1] and base[0].ops > 0 and base[0].kernels is None
+    added = work.count(*training(extra_ops=5, host_reads=1), cpu)
+    assert added.ops_by_name["aten::add"] == base[0].ops_by_name.get("aten::add", 0) + 5
+    assert added.ops == base[0].ops + 6 and added.syncs == base[0].syncs + 1  # the read: aten::item
+
+
+def test_the_check_fails_on_one_more_op_where_the_recorded_runs_agree_and_names_it() -> None:
+    recorded = [{"ops": 100, "syncs": 1, "ops_by_name": {"aten::mm": 40, "aten::add": 60}}] * 3
+    same = work_check("w/a", {"ops": 100, "syncs": 1, "ops_by_name": {"aten::mm": 40, "aten::add": 60}}, recorded)
+    assert same is not None and same.passed is True and same.name == CheckName.WORK
+    more = work_check("w/a", {"ops": 700, "syncs": 2, "ops_by_name": {"aten::mm": 40, "aten::add": 660}}, recorded)
+    assert more is not None and more.passed is False
+    assert "ATen ops 700 against 100 recorded (+600, allowed +0)" in more.message
+    assert "synchronizations 2 against 1 recorded (+1, allowed +0)" in more.message
+    assert more.message.endswith("(+600 aten::add per iteration)")
+
+
+def test_the_check_allows_the_spread_its_recorded_runs_show_and_notes_an_entry_without_work() -> None:
+    recorded = [{"ops": 100, "ops_by_name": {}}, {"ops": 104, "ops_by_name": {}}]
+    within = work_check("w/a", {"ops": 108, "ops_by_name": {}}, recorded)
+    assert within is not None and within.passed is True
+    beyond = work_check("w/a", {"ops": 109, "ops_by_name": {}}, recorded)
+    assert beyond is not None and beyond.passed is False
+    old = work_check("w/a", {"ops": 100}, [])
+    assert old is not None and old.passed is None and "none counted where recorded" in old.message
+    assert work_check("w/a", None, recorded) is None
+    assert rises({"a": 5, "b": 1}, {"a": 2, "b": 1, "c": 9}) == ["+3 a"]
+
+
+@pytest.mark.slow
+def test_a_case_that_adds_ops_or_a_host_read_to_its_step_fails_on_its_work(pytester: pytest.Pytester) -> None:
+    from conftest import TOY_SOURCE
+
+    pytester.makepyfile(toy_workload=TOY_SOURCE)
+    test = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+CASES = [Optimization("reference"), Optimization("variant", options={"extra_ops": EXTRA, "host_reads": READS})]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+    pytester.makepyfile(test_toy=test.replace("EXTRA", "0").replace("READS", "0"))
+    pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=2)  # the same work: no failure
+    pytester.makepyfile(test_toy=test.replace("EXTRA", "3").replace("READS", "1"))
+    result = pytester.runpytest(*BASE, "--perf-strict")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*toy/variant: more work per iteration than recorded: ATen ops * (+4, allowed +0); synchronizations *"
+         "(+1, allowed +0) (+3 aten::add, +1 aten::item per iteration)*"]
+    )  # fmt: skip
