@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import statistics
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,8 @@ COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its opti
 HOST_READS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero"})
 # the CUDA runtime's calls that make the host wait for the device
 SYNCHRONIZING_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy")
-COPY_OPS = frozenset({"aten::copy_", "aten::_to_copy", "aten::to"})
+# the GPU activity of a copy between host and device (a copy within the device is a "Memcpy DtoD")
+DEVICE_COPIES = ("Memcpy HtoD", "Memcpy DtoH")
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,13 @@ def count(
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     counted = []
     for _ in range(iterations):
-        with profile(activities=activities) as profiler:
-            step(fetch()[0])
-            if cuda:
-                torch.cuda.synchronize(device)
-        counted.append(_read(profiler.events(), cuda))
+        with warnings.catch_warnings():  # that events are cleared after each profile: one profile each here
+            warnings.filterwarnings("ignore", message=".*Profiler clears events")
+            with profile(activities=activities) as profiler:
+                step(fetch()[0])
+                if cuda:
+                    torch.cuda.synchronize(device)
+            counted.append(_read(profiler.events(), cuda))
     return _median(counted, cuda)
 
 
@@ -89,13 +93,14 @@ def _read(events: Iterable[Any], cuda: bool) -> _Iteration:
     found = _Iteration()
     for event in events:
         name = event.name
-        if event.device_type == DeviceType.CUDA:
+        if event.device_type == DeviceType.CUDA and name.startswith("Memcpy"):
+            found.copies += name.startswith(DEVICE_COPIES)
+        elif event.device_type == DeviceType.CUDA:
             found.kernels[name] += 1
             found.kernel_us[name] += event.device_time
         elif name.startswith("aten::") and not _called_by_an_op(event):
             found.ops[name] += 1
             found.syncs += name in HOST_READS and not cuda
-            found.copies += name in COPY_OPS and _crosses_devices(event)
         elif cuda and name.startswith(SYNCHRONIZING_CALLS):
             found.syncs += 1
     return found
@@ -108,11 +113,6 @@ def _called_by_an_op(event: Any) -> bool:
             return True
         parent = parent.cpu_parent
     return False
-
-
-def _crosses_devices(event: Any) -> bool:
-    """Whether a copy op moved data between host and device: it launched a memcpy on the GPU."""
-    return any(kernel.name.startswith("Memcpy") for kernel in getattr(event, "kernels", ()))
 
 
 def _median(counted: list[_Iteration], cuda: bool) -> Work:
