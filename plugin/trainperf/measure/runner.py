@@ -96,7 +96,8 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
     with phase("count"):
         calls = host_work.calls_per_iteration(step, fetch)
         synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
-        counted = work.count(step, fetch, device)
+        # not in a data-parallel rank: profiling beside gloo's threads corrupted a rank's heap on the CPU
+        counted = None if torch.distributed.is_initialized() else work.count(step, fetch, device)
     if then is not None:
         then(case)
     return Measurement(
@@ -119,7 +120,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         host_step_calls=[calls.step],
         host_fetch_calls=list(calls.fetches),
         host_torch_calls=[calls.torch_step],
-        work=[counted.as_dict()],
+        work=[] if counted is None else [counted.as_dict()],
         phase_s=phase.seconds,
     )
 

@@ -7,7 +7,8 @@ touches the timed window. The same code asks the machine for the same work on an
 hold still between processes and machines where the iteration's time moves with the host, so a rise in
 them is a change of the code. The profiler sees compiled code as it runs (a ``TorchDispatchMode`` would
 make torch.compile fall back to eager). An op is counted where no other ATen op called it: what the
-program asked for, not how each op decomposes.
+program asked for, not how each op decomposes. A data-parallel rank counts nothing yet: on the CPU,
+profiling beside gloo's threads corrupted a rank's heap.
 """
 
 from __future__ import annotations
