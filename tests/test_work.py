@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from trainperf.judge import work_check
 from trainperf.judge.checks import CheckName
-from trainperf.judge.work_check import rises, work_check
+from trainperf.judge.work_check import rises
 from trainperf.measure import work
 
 BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl")
@@ -44,9 +45,13 @@ def test_the_same_step_counts_the_same_work_and_added_ops_and_reads_show_by_name
 
 def test_the_check_fails_on_one_more_op_where_the_recorded_runs_agree_and_names_it() -> None:
     recorded = [{"ops": 100, "syncs": 1, "ops_by_name": {"aten::mm": 40, "aten::add": 60}}] * 3
-    same = work_check("w/a", {"ops": 100, "syncs": 1, "ops_by_name": {"aten::mm": 40, "aten::add": 60}}, recorded)
+    same = work_check.work_check(
+        "w/a", {"ops": 100, "syncs": 1, "ops_by_name": {"aten::mm": 40, "aten::add": 60}}, recorded
+    )
     assert same is not None and same.passed is True and same.name == CheckName.WORK
-    more = work_check("w/a", {"ops": 700, "syncs": 2, "ops_by_name": {"aten::mm": 40, "aten::add": 660}}, recorded)
+    more = work_check.work_check(
+        "w/a", {"ops": 700, "syncs": 2, "ops_by_name": {"aten::mm": 40, "aten::add": 660}}, recorded
+    )
     assert more is not None and more.passed is False
     assert "ATen ops 700 against 100 recorded (+600, allowed +0)" in more.message
     assert "synchronizations 2 against 1 recorded (+1, allowed +0)" in more.message
@@ -55,13 +60,13 @@ def test_the_check_fails_on_one_more_op_where_the_recorded_runs_agree_and_names_
 
 def test_the_check_allows_the_spread_its_recorded_runs_show_and_notes_an_entry_without_work() -> None:
     recorded = [{"ops": 100, "ops_by_name": {}}, {"ops": 104, "ops_by_name": {}}]
-    within = work_check("w/a", {"ops": 108, "ops_by_name": {}}, recorded)
+    within = work_check.work_check("w/a", {"ops": 108, "ops_by_name": {}}, recorded)
     assert within is not None and within.passed is True
-    beyond = work_check("w/a", {"ops": 109, "ops_by_name": {}}, recorded)
+    beyond = work_check.work_check("w/a", {"ops": 109, "ops_by_name": {}}, recorded)
     assert beyond is not None and beyond.passed is False
-    old = work_check("w/a", {"ops": 100}, [])
+    old = work_check.work_check("w/a", {"ops": 100}, [])
     assert old is not None and old.passed is None and "none counted where recorded" in old.message
-    assert work_check("w/a", None, recorded) is None
+    assert work_check.work_check("w/a", None, recorded) is None
     assert rises({"a": 5, "b": 1}, {"a": 2, "b": 1, "c": 9}) == ["+3 a"]
 
 
@@ -91,3 +96,38 @@ def test_toy(trainperf, optimization):
         ["*toy/variant: more work per iteration than recorded: ATen ops * (+4, allowed +0); synchronizations *"
          "(+1, allowed +0) (+3 aten::add, +1 aten::item per iteration)*"]
     )  # fmt: skip
+
+
+def test_kernel_time_is_judged_at_its_spread_and_the_recorded_clock_and_names_the_kernel() -> None:
+    """Kernel time fails beyond the larger of the floor and its measured spread, after scaling a run at a
+    lower SM clock to the recorded one, and names the kernel whose time rose."""
+    kernels = {"gemm": [10, 15.0], "elementwise": [90, 2.0]}
+    recorded = [
+        {"kernel_ms": 17.0, "kernel_ms_spread": 0.1, "sm_clock_mhz": 1980, "kernels_by_name": kernels},
+        {"kernel_ms": 17.2, "kernel_ms_spread": 0.1, "sm_clock_mhz": 1980, "kernels_by_name": kernels},
+    ]
+    same = work_check.kernel_time_check("w/a", {"kernel_ms": 17.4, "sm_clock_mhz": 1980}, recorded)
+    assert same is not None and same.passed is True and same.name == CheckName.KERNEL_TIME
+    spun = {"kernel_ms": 18.1, "sm_clock_mhz": 1980, "kernels_by_name": {**kernels, "spin_kernel": [1, 1.0]}}
+    slower = work_check.kernel_time_check("w/a", spun, recorded)
+    assert slower is not None and slower.passed is False
+    assert "kernel time 18.10 ms against 17.10 ms recorded (+5.8%, allowed +3.0%)" in slower.message
+    assert slower.message.endswith("(+1.00 ms in spin_kernel per iteration)")
+    capped = work_check.kernel_time_check("w/a", {"kernel_ms": 18.1, "sm_clock_mhz": 1870}, recorded)
+    assert (
+        capped is not None
+        and capped.passed is True
+        and "at the recorded SM clock (18.10 ms at 1870 MHz)" in capped.message
+    )
+    wide = [{**run, "kernel_ms_spread": 1.7} for run in recorded]  # iterations that spread 10%
+    assert work_check.kernel_time_check("w/a", spun, wide).passed is True  # type: ignore[union-attr]
+    assert work_check.kernel_time_check("w/a", {"ops": 3}, recorded) is None  # counted on the CPU
+    assert work_check.kernel_time_check("w/a", spun, [{"ops": 3}]) is None  # recorded without kernels
+
+
+def test_the_work_check_names_the_kernels_launched_more_often() -> None:
+    recorded = [{"ops": 10, "kernels": 100, "kernels_by_name": {"gemm": [100, 1.0]}}]
+    now = {"ops": 10, "kernels": 101, "kernels_by_name": {"gemm": [100, 1.0], "spin_kernel": [1, 1.0]}}
+    found = work_check.work_check("w/a", now, recorded)
+    assert found is not None and found.passed is False
+    assert found.message.endswith("kernels 101 against 100 recorded (+1, allowed +0) (+1 spin_kernel per iteration)")

@@ -45,6 +45,7 @@ class CheckName(enum.StrEnum):
     TIME = "baseline"  # the time per iteration against the stored baseline
     HOST_WORK = "host work"  # the host's calls per iteration against the stored ones
     WORK = "work"  # the ATen ops, synchronizations, copies and kernels per iteration against the recorded
+    KERNEL_TIME = "kernel time"  # the GPU's kernel time per iteration against the recorded
     SPEEDUP = "speedup"  # over the reference case of the same run, against the declared minimum
     MEMORY = "memory"  # peak memory over the reference's, against the declared maximum
     CLOCKS = "unreliable"  # a note: the GPU throttled while the case ran

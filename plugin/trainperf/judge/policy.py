@@ -21,12 +21,12 @@ from trainperf.measure.measurement import Measurement
 from trainperf.spec.optimization import REFERENCE, Metric, Optimization
 
 # reported, not failed, while baselines are recorded (--update-baselines): they are what is being recorded
-NOTED_WHEN_RECORDING = frozenset({CheckName.TIME, CheckName.HOST_WORK, CheckName.WORK})
+NOTED_WHEN_RECORDING = frozenset({CheckName.TIME, CheckName.HOST_WORK, CheckName.WORK, CheckName.KERNEL_TIME})
 # reported, not failed, when the GPU throttled while the case ran: its times say little about the code
-NOTED_WHEN_THROTTLED = frozenset({CheckName.TIME, CheckName.SPEEDUP})
+NOTED_WHEN_THROTTLED = frozenset({CheckName.TIME, CheckName.SPEEDUP, CheckName.KERNEL_TIME})
 # failures a second measurement in a fresh process may undo; the time only where a baseline is stored
 # (no measurement supplies a missing one), and a speedup with its reference measured again too
-MEASURED_AGAIN = frozenset({CheckName.TIME, CheckName.SPEEDUP})
+MEASURED_AGAIN = frozenset({CheckName.TIME, CheckName.SPEEDUP, CheckName.KERNEL_TIME})
 REFERENCE_AGAIN = frozenset({CheckName.SPEEDUP})
 
 
@@ -96,6 +96,11 @@ def _work(f: Figures) -> Check | None:
     return work_check.work_check(f.key, f.measurement.work[0] if f.measurement.work else None, f.stored_work)
 
 
+def _kernel_time(f: Figures) -> Check | None:
+    now = f.measurement.work[0] if f.measurement.work else None
+    return work_check.kernel_time_check(f.key, now, f.stored_work, f.floor)
+
+
 def _speedup(f: Figures) -> Check | None:
     if f.is_reference:
         return None
@@ -119,6 +124,7 @@ CHECKS: Mapping[CheckName, Callable[[Figures], Check | None]] = {
     CheckName.TIME: _time,
     CheckName.HOST_WORK: _host_work,
     CheckName.WORK: _work,
+    CheckName.KERNEL_TIME: _kernel_time,
     CheckName.SPEEDUP: _speedup,
     CheckName.MEMORY: _memory,
     CheckName.CLOCKS: _clocks,

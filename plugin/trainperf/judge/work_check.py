@@ -1,26 +1,31 @@
-"""The work check: a case must not ask the machine for more work per iteration than its recorded runs
+"""The work checks: a case must not ask the machine for more work per iteration than its recorded runs
 did (``measure/work.py``): more ATen ops, more synchronizations with the device, more copies between
-host and device, more kernel launches.
+host and device, more kernel launches (the work check), or more GPU kernel time (the kernel-time check).
 
 Counts hold still where the code does: the same code dispatches the same ops on a fast or a slow host,
 so the check needs no allowance for the host's noise. Where the counted iterations of a run, or the
 recorded runs, differ (data-dependent paths, batches arriving from worker processes), that spread is
-the allowance. A failure names what rose, as ``+600 aten::add``. Pure: no torch, no pytest.
+the allowance. Kernel time is not a count: it is judged at the larger of the floor and its own measured
+spread (between the recorded runs, and within each run's counted iterations), after taking out the
+slowdown of a GPU whose SM clock ran below the recorded one. A failure names what rose, as
+``+600 aten::add`` or ``+1.35 ms in sleep_kernel``. Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trainperf.judge.checks import Check, CheckName
+from trainperf.judge.checks import DEFAULT_FLOOR, Check, CheckName
 
 # the counts judged, with the words a message uses for them
 COUNTS = {"ops": "ATen ops", "syncs": "synchronizations", "copies": "host-device copies", "kernels": "kernels"}
+NAME_SHOWN = 60  # characters of a kernel's name in a message: templated names run to hundreds
 
 
 def work_check(case: str, now: Mapping[str, Any] | None, recorded: Sequence[Mapping[str, Any]]) -> Check | None:
-    """The case's work per iteration against its recorded runs' (None where this run counted none)."""
+    """The case's counts per iteration against its recorded runs' (None where this run counted none)."""
     if now is None:
         return None
     counted = _counted_text(now)
@@ -28,10 +33,39 @@ def work_check(case: str, now: Mapping[str, Any] | None, recorded: Sequence[Mapp
         return Check(CheckName.WORK, None, f"{case}: {counted}; none counted where recorded: record again")
     risen = [text for key, words in COUNTS.items() if (text := _rise(key, words, now, recorded)) is not None]
     if risen:
-        moved = rises(now.get("ops_by_name") or {}, recorded[0].get("ops_by_name") or {})
+        moved = [
+            *rises(now.get("ops_by_name") or {}, recorded[0].get("ops_by_name") or {}),
+            *rises(_launches(now), _launches(recorded[0])),
+        ]
         what = f" ({', '.join(moved)} per iteration)" if moved else ""
         return Check(CheckName.WORK, False, f"{case}: more work per iteration than recorded: {'; '.join(risen)}{what}")
     return Check(CheckName.WORK, True, f"{case}: {counted}, as recorded")
+
+
+def kernel_time_check(
+    case: str, now: Mapping[str, Any] | None, recorded: Sequence[Mapping[str, Any]], floor: float = DEFAULT_FLOOR
+) -> Check | None:
+    """The case's GPU kernel time per iteration against its recorded runs' (None where either has none:
+    off the GPU, or recorded before kernels were counted)."""
+    stored = [run["kernel_ms"] for run in recorded if run.get("kernel_ms")]
+    if now is None or not now.get("kernel_ms") or not stored:
+        return None
+    center = statistics.median(stored)
+    clocks = [run["sm_clock_mhz"] for run in recorded if run.get("sm_clock_mhz")]
+    clock_now = now.get("sm_clock_mhz")
+    scale = min(1.0, clock_now / statistics.fmean(clocks)) if clocks and clock_now else 1.0
+    judged = now["kernel_ms"] * scale
+    allowed = kernel_time_allowed(now, recorded, floor)
+    rise = judged / center - 1
+    at_clock = f" at the recorded SM clock ({now['kernel_ms']:.2f} ms at {clock_now:.0f} MHz)" if scale < 1 else ""
+    figures = (
+        f"kernel time {judged:.2f} ms{at_clock} against {center:.2f} ms recorded ({rise:+.1%}, allowed +{allowed:.1%})"
+    )
+    if rise <= allowed:
+        return Check(CheckName.KERNEL_TIME, True, f"{case}: {figures}")
+    moved = kernel_time_rises(now, recorded[0])
+    what = f" ({', '.join(moved)} per iteration)" if moved else ""
+    return Check(CheckName.KERNEL_TIME, False, f"{case}: {figures}{what}")
 
 
 def _rise(key: str, words: str, now: Mapping[str, Any], recorded: Sequence[Mapping[str, Any]]) -> str | None:
@@ -40,19 +74,45 @@ def _rise(key: str, words: str, now: Mapping[str, Any], recorded: Sequence[Mappi
     stored = [run[key] for run in recorded if run.get(key) is not None]
     if now.get(key) is None or not stored:
         return None
-    spreads = [max(stored) - min(stored), *(run.get(f"{key}_spread", 0) for run in [*recorded, now])]
+    spreads = [max(stored) - min(stored), *(run.get(f"{key}_spread") or 0 for run in [*recorded, now])]
     allowed = max(spreads)
     if now[key] - max(stored) <= allowed:
         return None
     return f"{words} {now[key]} against {max(stored)} recorded (+{now[key] - max(stored)}, allowed +{allowed})"
 
 
+def kernel_time_allowed(now: Mapping[str, Any], recorded: Sequence[Mapping[str, Any]], floor: float) -> float:
+    """The rise in kernel time judged a change of the code: the floor, or the measured spread where it is
+    wider, of the recorded runs' kernel times and of each run's counted iterations, over their median."""
+    stored = [float(run["kernel_ms"]) for run in recorded if run.get("kernel_ms")]
+    center = statistics.median(stored)
+    spreads = [max(stored) - min(stored), *(float(run.get("kernel_ms_spread") or 0) for run in [*recorded, now])]
+    return max(floor, max(spreads) / center)
+
+
+def _launches(work: Mapping[str, Any]) -> dict[str, int]:
+    return {name: int(launches) for name, (launches, _) in (work.get("kernels_by_name") or {}).items()}
+
+
+def kernel_time_rises(now: Mapping[str, Any], stored: Mapping[str, Any], shown: int = 2) -> list[str]:
+    """The kernels whose time rose most, as '+1.35 ms in sleep_kernel'."""
+    before = {name: ms for name, (_, ms) in (stored.get("kernels_by_name") or {}).items()}
+    risen = sorted(((ms - before.get(name, 0.0), name) for name, (_, ms) in (now.get("kernels_by_name") or {}).items()))
+    return [f"+{delta:.2f} ms in {_short(name)}" for delta, name in reversed(risen[-shown:]) if delta >= 0.005]
+
+
 def _counted_text(work: Mapping[str, Any]) -> str:
     parts = [f"{work[key]} {words}" for key, words in COUNTS.items() if work.get(key) is not None]
+    if work.get("kernel_ms") is not None:
+        parts.append(f"{work['kernel_ms']:.2f} ms in kernels")
     return ", ".join(parts) + " per iteration"
 
 
 def rises(now: Mapping[str, int], stored: Mapping[str, int], shown: int = 3) -> list[str]:
     """The names whose count rose most, as '+600 aten::add': what a failure says moved."""
     risen = sorted(((n - stored.get(name, 0), name) for name, n in now.items()), reverse=True)
-    return [f"+{delta} {name}" for delta, name in risen[:shown] if delta > 0]
+    return [f"+{delta} {_short(name)}" for delta, name in risen[:shown] if delta > 0]
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= NAME_SHOWN else name[: NAME_SHOWN - 3] + "..."

@@ -24,18 +24,24 @@ import torch
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 from torch.profiler import ProfilerActivity, profile
 
+from trainperf.measure import device as devices
+
 COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its optimizer step does not move it
 # ops that read a tensor's value on the host (.item(), bool(), float()): on a GPU each waits for it
 HOST_READS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero"})
-# the CUDA runtime's calls that make the host wait for the device
-SYNCHRONIZING_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy")
+# the CUDA runtime's calls that make the host wait for the device (cudaMemcpyAsync does not: not counted)
+SYNCHRONIZING_CALLS = frozenset(
+    {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy"}
+)
 # the GPU activity of a copy between host and device (a copy within the device is a "Memcpy DtoD")
 DEVICE_COPIES = ("Memcpy HtoD", "Memcpy DtoH")
 
 
 @dataclass(frozen=True)
 class Work:
-    """One iteration's counted work, the median of the counted iterations (kernels: None on the CPU)."""
+    """One iteration's counted work, the median of the counted iterations (kernels: None on the CPU), with
+    each figure's spread over them (``spreads``: the largest minus the smallest) and the GPU's mean SM
+    clock while they ran (None where NVML cannot tell): kernel time is judged at the recorded clock."""
 
     ops: int
     syncs: int
@@ -44,6 +50,8 @@ class Work:
     kernels: int | None = None
     kernel_ms: float | None = None
     kernels_by_name: dict[str, list[float]] = field(default_factory=dict)  # name: [launches, ms]
+    spreads: dict[str, float] = field(default_factory=dict)
+    sm_clock_mhz: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +60,8 @@ class Work:
             "copies": self.copies,
             "kernels": self.kernels,
             "kernel_ms": self.kernel_ms,
+            "sm_clock_mhz": self.sm_clock_mhz,
+            **{f"{key}_spread": spread for key, spread in self.spreads.items()},
             "ops_by_name": self.ops_by_name,
             "kernels_by_name": self.kernels_by_name,
         }
@@ -77,15 +87,18 @@ def count(
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     counted = []
-    for _ in range(iterations):
-        with warnings.catch_warnings():  # that events are cleared after each profile: one profile each here
-            warnings.filterwarnings("ignore", message=".*Profiler clears events")
-            with profile(activities=activities) as profiler:
-                step(fetch()[0])
-                if cuda:
-                    torch.cuda.synchronize(device)
-            counted.append(_read(profiler.events(), cuda))
-    return _median(counted, cuda)
+    with devices.ClockWatch(device) as watch:
+        for _ in range(iterations):
+            with warnings.catch_warnings():  # that events are cleared after each profile: one profile each
+                warnings.filterwarnings("ignore", message=".*Profiler clears events")
+                with profile(activities=activities) as profiler:
+                    step(fetch()[0])
+                    if cuda:
+                        torch.cuda.synchronize(device)
+                counted.append(_read(profiler.events(), cuda))
+                counted[-1].syncs -= cuda  # not the synchronization that ends the counted iteration
+    clocks = watch.summary() or {}
+    return _median(counted, cuda, clocks.get("mean_sm_clock_mhz"))
 
 
 def _read(events: Iterable[Any], cuda: bool) -> _Iteration:
@@ -102,7 +115,7 @@ def _read(events: Iterable[Any], cuda: bool) -> _Iteration:
         elif name.startswith("aten::") and not _called_by_an_op(event):
             found.ops[name] += 1
             found.syncs += name in HOST_READS and not cuda
-        elif cuda and name.startswith(SYNCHRONIZING_CALLS):
+        elif cuda and name in SYNCHRONIZING_CALLS:
             found.syncs += 1
     return found
 
@@ -116,21 +129,28 @@ def _called_by_an_op(event: Any) -> bool:
     return False
 
 
-def _median(counted: list[_Iteration], cuda: bool) -> Work:
-    def median(values: Iterable[float]) -> float:
-        return float(statistics.median(values))
-
-    ops = _by_name([iteration.ops for iteration in counted])
+def _median(counted: list[_Iteration], cuda: bool, sm_clock_mhz: float | None = None) -> Work:
+    figures: dict[str, list[float]] = {
+        "ops": [sum(it.ops.values()) for it in counted],
+        "syncs": [it.syncs for it in counted],
+        "copies": [it.copies for it in counted],
+    }
+    if cuda:
+        figures["kernels"] = [sum(it.kernels.values()) for it in counted]
+        figures["kernel_ms"] = [sum(it.kernel_us.values()) / 1000 for it in counted]
+    medians = {key: float(statistics.median(values)) for key, values in figures.items()}
     kernels = _by_name([iteration.kernels for iteration in counted])
-    kernel_ms = {name: median(it.kernel_us[name] for it in counted) / 1000 for name in kernels}
+    kernel_ms = {name: statistics.median(it.kernel_us[name] for it in counted) / 1000 for name in kernels}
     return Work(
-        ops=int(median(sum(it.ops.values()) for it in counted)),
-        syncs=int(median(it.syncs for it in counted)),
-        copies=int(median(it.copies for it in counted)),
-        ops_by_name=ops,
-        kernels=int(median(sum(it.kernels.values()) for it in counted)) if cuda else None,
-        kernel_ms=median(sum(it.kernel_us.values()) for it in counted) / 1000 if cuda else None,
+        ops=int(medians["ops"]),
+        syncs=int(medians["syncs"]),
+        copies=int(medians["copies"]),
+        ops_by_name=_by_name([iteration.ops for iteration in counted]),
+        kernels=int(medians["kernels"]) if cuda else None,
+        kernel_ms=round(medians["kernel_ms"], 4) if cuda else None,
         kernels_by_name={name: [n, round(kernel_ms[name], 4)] for name, n in kernels.items()},
+        spreads={key: round(max(values) - min(values), 4) for key, values in figures.items()},
+        sm_clock_mhz=sm_clock_mhz,
     )
 
 
