@@ -98,7 +98,7 @@ def test_history_added_to_an_entry_drops_nothing() -> None:
     [
         ("{", "not a valid baseline file"),
         ("[]", "expected a JSON object"),
-        ('{"schema_version": 2, "cases": {}}', "unknown schema_version 2"),
+        ('{"schema_version": 3, "cases": {}}', "unknown schema_version 3"),
         ('{"schema_version": 1}', "'cases' must be an object"),
         ('{"schema_version": 1, "cases": {"w/a": {}}}', "lacks samples_ms"),
     ],
@@ -324,3 +324,15 @@ def test_changes_between_two_loads_name_new_changed_and_removed_cases() -> None:
         "w/gone: 1.000 ms -> removed",
         "w/new: new -> 2.000 ms, detects 10.0%",
     ]
+
+
+def test_a_file_of_the_first_schema_loads_and_one_line_names_the_cases_without_work(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    work = [{"ops": 10, "syncs": 0, "copies": 0}]
+    cases = {"w/a": entry(10.0), "w/b": entry(5.0), "w/c": {**entry(5.0), "work": work}}
+    path.write_text(json.dumps({"schema_version": 1, "device": "dev", "cases": cases}))
+    stored = baselines.load(path)
+    note = baselines.lacking_work(path, stored)
+    assert note is not None and note.startswith(f"{path}: 2 of 3 cases lack the ATen ops, synchronizations")
+    assert "(w/a, w/b)" in note and note.endswith("recorded again with --update-baselines")
+    assert baselines.lacking_work(path, {"w/c": stored["w/c"]}) is None

@@ -48,7 +48,7 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
         ]
     )
     stored = json.loads(baseline_file(pytester).read_text())
-    assert stored["schema_version"] == 1
+    assert stored["schema_version"] == 2
     assert set(stored["cases"]) == {"toy/reference", "toy/variant"}
     assert len(stored["cases"]["toy/reference"]["samples_ms"]) == 3 * 15  # three independent runs
     assert len(stored["cases"]["toy/reference"]["run_medians_ms"]) == 3

@@ -127,6 +127,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         perf.stored = baselines.load(perf.baseline_file)
     except baselines.BaselineError as error:
         raise pytest.UsageError(str(error)) from None
+    lacking = None if perf.settings.update_baselines else baselines.lacking_work(perf.baseline_file, perf.stored)
+    if lacking is not None:
+        perf.note(lacking)
 
 
 @pytest.fixture

@@ -18,7 +18,11 @@ from typing import Any
 from trainperf.judge import checks, host_work_check
 from trainperf.store import locked_file
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: each entry keeps the work counted in its recorded runs ("work")
+READABLE_VERSIONS = (1, SCHEMA_VERSION)  # a file of version 1 loads; its entries lack the work
+READABLE_TEXT = " and ".join(map(str, READABLE_VERSIONS))
+# what an entry recorded before its work was counted lacks, as a note words it
+WORK_FIGURES = "ATen ops, synchronizations, copies, kernels and kernel time per iteration"
 REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
 # accepted nightly runs kept per case under --perf-history, as dashboards keep a window of past nights
 HISTORY_RUNS = 20
@@ -80,9 +84,9 @@ def _validated(path: Path, document: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(document, dict):
         raise BaselineError(f"{path}: expected a JSON object at the top level")
     version = document.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise BaselineError(
-            f"{path}: unknown schema_version {version!r} (this trainperf reads {SCHEMA_VERSION}); "
+            f"{path}: unknown schema_version {version!r} (this trainperf reads {READABLE_TEXT}); "
             "update trainperf or re-record with --update-baselines after moving the file away"
         )
     cases = document.get("cases")
@@ -122,6 +126,19 @@ def _check_entry(path: Path, name: str, entry: Any) -> None:
     host = entry.get("host", {})  # absent from files recorded before the host was measured
     if not (isinstance(host, dict) and all(_is_positive_number(x) or x == 0 for x in host.values())):
         raise BaselineError(f"{path}: case {name!r} needs 'host' as an object of figures of zero or more")
+
+
+def lacking_work(path: Path, cases: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """One line naming the stored cases recorded before their work was counted (None where every case
+    has it): their work is not judged until they are recorded again."""
+    lacking = sorted(name for name, entry in cases.items() if not entry.get("work"))
+    if not lacking:
+        return None
+    shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+    return (
+        f"{path}: {len(lacking)} of {len(cases)} cases lack the {WORK_FIGURES} ({shown}): their work is not "
+        "judged until they are recorded again with --update-baselines"
+    )
 
 
 def _is_positive_number(value: Any) -> bool:
