@@ -1,9 +1,8 @@
 """The checks of what a case declares against its workload's reference case of the same run: its
 speedup (``min_speedup``) and its peak memory (``max_memory_ratio``).
 
-Pure, beside ``gate.py``: a declared speedup is a claim, not a measured bound, so a shortfall that the
-measured noise of the case and its reference explains passes with a note
-(research/evidence/trust.md, "How the gate judges").
+Pure. A declared speedup is a claim, not a measured bound: a shortfall that the measured noise of the
+case and its reference explains is not judged, and the verdict says so, never a silent pass.
 """
 
 from __future__ import annotations
@@ -17,8 +16,9 @@ def speedup_check(case: str, speedup: float | None, minimum: float | None, noise
     """Speedup over the workload's reference case of the same run must reach the declared minimum.
 
     ``noise`` (``speedup_noise``) is how far the measured run-to-run noise of the case and its reference
-    can lower their ratio: a shortfall within it passes, with a note, for a launch-bound case's speedup
-    moves with the host as much as its time does. Without baselines (None) the minimum is strict."""
+    can lower their ratio: a shortfall within it is not judged (a note that says so), for a launch-bound
+    case's speedup moves with the host as much as its time does. Without baselines (None) the minimum is
+    strict."""
     if minimum is None:
         shown = "n/a" if speedup is None else f"{speedup:.2f}x"
         return Check(CheckName.SPEEDUP, None, f"{case}: speedup {shown} (no minimum declared for this device)")
@@ -34,7 +34,11 @@ def speedup_check(case: str, speedup: float | None, minimum: float | None, noise
     shortfall = minimum / speedup - 1
     if shortfall <= noise:
         return Check(
-            CheckName.SPEEDUP, True, f"{short} by {shortfall:.1%}, within {noise:.1%}, {_SPEEDUP_NOISE}", noted=True
+            CheckName.SPEEDUP,
+            None,
+            f"{case}: not judged: speedup {speedup:.2f}x is below the minimum {minimum:.2f}x by {shortfall:.1%}, "
+            f"within {noise:.1%}, {_SPEEDUP_NOISE}",
+            noted=True,
         )
     return Check(CheckName.SPEEDUP, False, f"{short} by {shortfall:.1%}, beyond {noise:.1%}, {_SPEEDUP_NOISE}")
 

@@ -8,6 +8,9 @@ from trainperf.judge import host_work_check
 from trainperf.record.result import CaseEntry
 from trainperf.report.lines import scaling_efficiency
 
+# a check's outcome as its property says it: a check that could not be made (a note) is "not judged"
+CHECK_OUTCOME = {True: "pass", False: "fail", None: "not judged"}
+
 
 def properties(entry: CaseEntry) -> dict[str, Any]:
     """The case's figures and verdict, its data-parallel figures, and its profile; None values left out."""
@@ -34,6 +37,11 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
         "trainperf_peak_memory_bytes": info["peak_memory_bytes"],
         "trainperf_verdict": info["verdict"],
     }
+    work = (info.get("work") or [{}])[0]
+    for key in ("ops", "syncs", "copies", "kernels", "kernel_ms"):
+        found[f"trainperf_work_{key}"] = work.get(key)
+    for check in info.get("checks", []):
+        found[f"trainperf_check_{check['name'].replace(' ', '_')}"] = CHECK_OUTCOME[check["passed"]]
     figures = info["communication"]
     if figures is not None:
         processes = figures["processes"]
