@@ -260,6 +260,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         summary = info["summary_ms"]
         baseline = info.get("baseline_median_ms")
         peak = info.get("peak_memory_bytes")
+        work = (info.get("work") or [{}])[0]
         rows.append(
             {
                 "case": case["name"],
@@ -282,6 +283,10 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "min_detectable": info.get("min_detectable_slowdown"),
                 "caught_9_in_10": info.get("slowdown_caught_9_in_10"),
                 "min_detectable_host_work": info.get("min_detectable_host_work"),
+                "ops": work.get("ops"),
+                "syncs": work.get("syncs"),
+                "kernels": work.get("kernels"),
+                "kernel_ms": work.get("kernel_ms"),
                 "verdict": info["verdict"],
                 "source": case.get("source"),
             }

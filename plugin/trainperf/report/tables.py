@@ -31,6 +31,10 @@ def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
             "throughput/s": [rate_text(v, u) for v, u in zip(frame["per_second"], frame["unit"], strict=True)],
             "MFU": [mfu_text(m, f) for m, f in zip(frame["mfu"], frame["fp8_share"], strict=True)],
             "reader": [percent(v, digits=0) for v in frame["reader_share"]],
+            "ops/syncs": [work_text(o, s, "{:.0f}/{:.0f}") for o, s in zip(frame["ops"], frame["syncs"], strict=True)],
+            "kernels (ms)": [
+                work_text(k, m, "{:.0f} ({:.2f})") for k, m in zip(frame["kernels"], frame["kernel_ms"], strict=True)
+            ],
             "accuracy": [f"{n} {v:.4f}" for n, v in zip(frame["metric"], frame["metric_value"], strict=True)],
             "peak MiB": ["" if pd.isna(v) else f"{v:,.0f}" for v in frame["peak_mib"]],
             "1st iter s": ["" if pd.isna(v) else f"{v:.1f}" for v in frame["first_step_s"]],
@@ -70,6 +74,8 @@ LEGEND = {
     "speedup": "throughput (samples/s) over the workload's reference case in this run, so cases of other "
     "batch sizes compare",
     "reader": "share of the iteration spent waiting for data",
+    "ops/syncs": "ATen ops and host-device synchronizations per iteration, counted",
+    "kernels (ms)": "GPU kernels per iteration and their summed time",
 }
 
 
@@ -77,6 +83,14 @@ def detects_text(slowdown: float | None, host_work: float | None) -> str:
     """'36.3%', or '36.3%; host +3.0%' for a case also judged on its host calls per iteration."""
     text = percent(slowdown)
     return text if host_work is None or pd.isna(host_work) else f"{text}; host +{host_work:.1%}"
+
+
+def work_text(count: float | None, second: float | None, form: str) -> str:
+    """Two counted figures in ``form`` ('1157/8' for ops and synchronizations, '600 (12.76)' for kernels
+    and their ms); blank where none were counted (a data-parallel rank, a document written before)."""
+    if count is None or pd.isna(count) or second is None or pd.isna(second):
+        return ""
+    return form.format(count, second)
 
 
 def mfu_text(mfu: float | None, fp8_share: float | None) -> str:
