@@ -107,6 +107,8 @@ def _read(events: Iterable[Any], cuda: bool) -> _Iteration:
     found = _Iteration()
     for event in events:
         name = event.name
+        if getattr(event, "is_user_annotation", False):  # a range such as Optimizer.step: its span, not work
+            continue
         if event.device_type == DeviceType.CUDA and name.startswith("Memcpy"):
             found.copies += name.startswith(DEVICE_COPIES)
         elif event.device_type == DeviceType.CUDA:
