@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# On a GPU machine: record the two user-written examples (examples/test_denoiser.py,
+# examples/test_text_classifier.py) into a copy of the committed baselines, then run them strict against
+# it, unchanged (aaN) or with a regression injected (spinN, opsN, syncN: inject_regression.py).
+#   RUNS="aa1 spin1 ops1 sync1" bash research/experiments/gate_runs.sh   (no RECORD=0: record first)
+set -u
+files="examples/test_denoiser.py examples/test_text_classifier.py"
+mkdir -p bl
+if [ "${RECORD:-1}" = 1 ]; then
+  cp baselines/nvidia-h200.json bl/
+  echo "== rec $(date -u +%T)"
+  STOP_AFTER=300 bash ci/device_pytest.sh rec $files --baseline-dir=bl --update-baselines -q
+  cp bl/nvidia-h200.json "$OUT/"
+fi
+for name in ${RUNS:-aa1 spin1 ops1 sync1}; do
+  kind=${name%%[0-9]*}
+  echo "== $name $(date -u +%T)"
+  if [ "$kind" = aa ]; then
+    STOP_AFTER=150 bash ci/device_pytest.sh "$name" $files --baseline-dir=bl --perf-strict -q -rs
+  else
+    INJECT=$kind INJECT_BASELINES=$PWD/bl/nvidia-h200.json PYTHONPATH=$PWD/research/experiments \
+      PYTEST_ADDOPTS="-p inject_regression" STOP_AFTER=150 \
+      bash ci/device_pytest.sh "$name" $files --baseline-dir=bl --perf-strict -q -rs
+  fi
+done
+echo "== end $(date -u +%T)"
