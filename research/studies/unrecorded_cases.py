@@ -38,6 +38,8 @@ WORKLOAD_OF_TEST = {  # test function -> the workload name its cases are stored 
     "test_hf_llama": "hf_llama",
     "test_timm_resnet": "timm_resnet50",
     "test_my_model": "my_regression",
+    "test_denoiser": "denoiser",
+    "test_text_classifier": "text_classifier",
 }
 
 
