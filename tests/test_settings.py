@@ -76,3 +76,15 @@ def test_calibrating_against_baselines_it_would_replace_is_an_error(tmp_path: Pa
     )
     with pytest.raises(SettingError, match=re.escape(message)):
         build_settings(values, tmp_path)
+
+
+@pytest.mark.parametrize("raw", ["inf", "1e300", "nan", "-5", "0"])
+def test_a_time_limit_is_finite_seconds_from_any_source(raw: str) -> None:
+    """An infinite or astronomical timeout was accepted and then failed every case with an OverflowError
+    of the platform's time_t: it is refused where it is given, naming the source."""
+    for source in ({"cli": raw}, {"environ": {"TRAINPERF_TIMEOUT": raw}}, {"ini": raw}):
+        with pytest.raises(SettingError, match="expected a positive number of seconds, at most 604800"):
+            resolve(OPTIONS["timeout"], **source)  # type: ignore[arg-type]
+    assert resolve(OPTIONS["timeout"], cli="604800").value == 604800.0
+    with pytest.raises(SettingError, match="expected a positive number"):
+        resolve(OPTIONS["peak_tflops"], cli="inf")

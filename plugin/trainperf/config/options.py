@@ -3,6 +3,7 @@ and parser; ``settings`` resolves them. Pure: no torch, no pytest."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,12 +57,27 @@ def _boolean(raw: str) -> bool:
     raise ValueError("expected true or false (1/0, yes/no, on/off)")
 
 
-def _positive_float(raw: str) -> float:
+MAX_SECONDS = 7 * 24 * 3600.0  # a time limit beyond a week is a typo, and infinity no limit a clock can keep
+
+
+def _seconds(raw: str) -> float:
+    """Seconds: a positive number up to ``MAX_SECONDS`` (not inf or nan: a deadline is a clock time)."""
+    expected = f"expected a positive number of seconds, at most {MAX_SECONDS:.0f}"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(expected) from None
+    if not 0 < value <= MAX_SECONDS:  # false for nan too
+        raise ValueError(expected)
+    return value
+
+
+def _positive_number(raw: str) -> float:
     try:
         value = float(raw)
     except ValueError:
         raise ValueError("expected a positive number") from None
-    if not value > 0:
+    if not (math.isfinite(value) and value > 0):
         raise ValueError("expected a positive number")
     return value
 
@@ -107,7 +123,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "profile_timeout",
             "--perf-profile-timeout",
             "seconds each profiler run of a case may take before it is stopped and noted",
-            _positive_float,
+            _seconds,
             900.0,
         ),
         OptionSpec(
@@ -140,7 +156,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "--perf-timeout",
             "seconds one run of a case in the test process may take before it is stopped and failed "
             "(default: 300 + 2 per warm-up or timed iteration)",
-            _positive_float,
+            _seconds,
             None,
             in_marker=True,
         ),
@@ -178,7 +194,7 @@ OPTIONS: dict[str, OptionSpec] = {
             "peak_tflops",
             "--perf-peak-tflops",
             "dense bf16 tensor-core peak in TFLOP/s for MFU (default: the vendor's figure for known GPUs)",
-            _positive_float,
+            _positive_number,
             None,
         ),
         OptionSpec(
