@@ -157,9 +157,14 @@ def _evaluate(training: Training, model: torch.nn.Module, device: torch.device, 
     model.eval()
     try:
         with torch.no_grad(), autocast(device, optimization):
-            return float(training.evaluate(model))
+            value = training.evaluate(model)
     finally:
         model.train()
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        shown = repr(value)[:80]
+        raise TypeError(f"evaluate() returned {shown}, not a number: it must return the held-out metric") from None
 
 
 def count_flops(
