@@ -336,3 +336,29 @@ def test_a_file_of_the_first_schema_loads_and_one_line_names_the_cases_without_w
     assert note is not None and note.startswith(f"{path}: 2 of 3 cases lack the ATen ops, synchronizations")
     assert "(w/a, w/b)" in note and note.endswith("recorded again with --update-baselines")
     assert baselines.lacking_work(path, {"w/c": stored["w/c"]}) is None
+
+
+def test_a_baseline_file_behind_a_link_is_read_and_written_through_to_its_target(tmp_path: Path) -> None:
+    """Recording replaced the link with a regular file and left its target with the old content."""
+    shared = tmp_path / "shared" / "dev.json"
+    shared.parent.mkdir()
+    shared.write_text(json.dumps({"schema_version": 1, "device": "dev", "cases": {"w/a": entry(10.0)}}))
+    link = tmp_path / "dev.json"
+    link.symlink_to(shared)
+    assert set(baselines.load(link)) == {"w/a"}
+    baselines.update(link, "dev", {"w/b": entry(5.0)})
+    assert link.is_symlink() and set(baselines.load(shared)) == {"w/a", "w/b"}
+    baselines.add_history(link, "dev", {"w/b": 5.0})
+    assert link.is_symlink() and baselines.load(shared)["w/b"]["history_ms"] == [5.0]
+
+
+def test_a_link_that_loops_is_a_file_that_cannot_be_used_and_stays_as_it_is(tmp_path: Path) -> None:
+    """It was taken as no stored baseline (exit 0), and recording replaced it with a regular file."""
+    link = tmp_path / "dev.json"
+    link.symlink_to(tmp_path / "other.json")
+    (tmp_path / "other.json").symlink_to(link)
+    with pytest.raises(baselines.BaselineError, match=r"dev\.json: a symbolic link that loops"):
+        baselines.load(link)
+    with pytest.raises(baselines.BaselineError, match="a symbolic link that loops"):
+        baselines.update(link, "dev", {"w/b": entry(5.0)})
+    assert link.is_symlink() and os.readlink(link) == str(tmp_path / "other.json")

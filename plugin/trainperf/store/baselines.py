@@ -7,8 +7,10 @@ and two concurrent updates lose no entry.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -64,14 +66,31 @@ def baseline_path(directory: str | Path, device_slug: str) -> Path:
     return Path(directory) / f"{device_slug}.json"
 
 
+def followed(path: Path) -> Path:
+    """The file a baseline path names: itself, or where its symbolic links lead (read and written
+    through, so that a link into a shared folder keeps its target up to date); a link that loops is a
+    file that cannot be used."""
+    if not path.is_symlink():
+        return path
+    try:
+        path.stat()
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise BaselineError(
+                f"{path}: a symbolic link that loops; point it at a baseline file or remove it"
+            ) from None
+    return Path(os.path.realpath(path))  # a link to no file yet: recording creates its target
+
+
 def load(path: Path) -> dict[str, dict[str, Any]]:
     """Cases stored in ``path`` (empty when the file does not exist)."""
     if path.parent.exists() and not path.parent.is_dir():
         raise BaselineError(f"{path.parent}: a file is there, not a folder of baseline files (--baseline-dir)")
-    if not path.exists():
+    target = followed(path)
+    if not target.exists():
         return {}
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(target.read_text(encoding="utf-8"))
     except OSError as error:  # a directory in its place, no permission to read it
         raise BaselineError(f"{path}: cannot read it ({error.strerror or error})") from None
     except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, too deep, an integer too long
@@ -152,11 +171,12 @@ def _is_share(value: Any) -> bool:
 def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) -> list[Change]:
     """Merge ``entries`` into the file under a lock and replace it atomically; return the changes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with locked_file.locked(path):
+    target = followed(path)
+    with locked_file.locked(target):
         old = load(path)
         merged = {**old, **entries}
         document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": dict(sorted(merged.items()))}
-        locked_file.atomic_write(path, json.dumps(document, indent=1) + "\n")
+        locked_file.atomic_write(target, json.dumps(document, indent=1) + "\n")
     return [_change(name, old.get(name), entry) for name, entry in sorted(entries.items())]
 
 
@@ -174,7 +194,8 @@ def add_history(
     part number, goes to ``history_boards`` beside its median. A case the file does not hold is left
     out: its history starts with its recording."""
     figures = figures or {}
-    with locked_file.locked(path):
+    target = followed(path)
+    with locked_file.locked(target):
         cases = load(path)
         added = sorted(name for name in accepted if name in cases)
         for name in added:
@@ -187,7 +208,7 @@ def add_history(
                     cases[name][key] = [*cases[name].get(key, []), values[name]][-HISTORY_RUNS:]
         if added:
             document = {"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": cases}
-            locked_file.atomic_write(path, json.dumps(document, indent=1) + "\n")
+            locked_file.atomic_write(target, json.dumps(document, indent=1) + "\n")
     return added
 
 
