@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("transformers", reason="transformers is not installed (pip install transformers): example skipped")
+try:
+    import transformers  # noqa: F401
+except Exception as error:  # not installed (pip install transformers), or its import failed
+    pytest.skip(
+        f"transformers cannot be imported ({type(error).__name__}: {error}): example skipped", allow_module_level=True
+    )
 
 from trainperf import Ladder, Optimization, TrainPerf
 

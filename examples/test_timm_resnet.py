@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("timm", reason="timm cannot be imported (pip install timm; it needs torchvision): example skipped")
+try:
+    import timm  # noqa: F401
+except Exception as error:  # not installed (pip install timm; it needs torchvision), or its import failed
+    pytest.skip(f"timm cannot be imported ({type(error).__name__}: {error}): example skipped", allow_module_level=True)
 
 from trainperf import Ladder, Optimization, TrainPerf
 

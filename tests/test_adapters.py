@@ -4,7 +4,9 @@ baselines, and one clear line where a model's package is missing."""
 from __future__ import annotations
 
 import math
+import re
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -83,3 +85,34 @@ def test_a_missing_transformers_is_named_with_its_install_line(monkeypatch: pyte
     monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(ModuleNotFoundError, match=r"needs the transformers package.*pip install transformers"):
         workload.build(CPU, TINY, Optimization(REFERENCE))
+
+
+@pytest.mark.parametrize(
+    ("body", "cause"),
+    [
+        ('raise RuntimeError("operator torchvision::nms does not exist")', "RuntimeError: operator torchvision::nms"),
+        ("import torchvision_not_here", "ModuleNotFoundError: No module named 'torchvision_not_here'"),
+    ],
+)
+def test_a_timm_that_fails_to_import_is_named_with_its_error_not_as_missing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, body: str, cause: str
+) -> None:
+    """A timm installed beside a broken or missing torchvision was reported as not installed."""
+    pytester.mkpydir("timm").joinpath("__init__.py").write_text(body + "\n")
+    monkeypatch.syspath_prepend(str(pytester.path))
+    monkeypatch.delitem(sys.modules, "timm", raising=False)
+    with pytest.raises(ImportError, match=f"needs the timm package, which failed to import: {re.escape(cause)}"):
+        from_timm("resnet50").build(CPU, TINY, Optimization(REFERENCE))
+
+
+def test_the_timm_example_skips_in_one_line_where_timm_fails_to_import(pytester: pytest.Pytester) -> None:
+    """pytest.importorskip caught ImportError only: a RuntimeError at timm's import stopped the collection."""
+    pytester.mkpydir("timm").joinpath("__init__.py").write_text('raise RuntimeError("operator torchvision::nms")\n')
+    example = Path(__file__).resolve().parents[1] / "examples" / "test_timm_resnet.py"
+    result = pytester.runpytest_subprocess(
+        str(example), "-rs", "-p", "no:cacheprovider", f"--rootdir={example.parents[1]}"
+    )
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*timm cannot be imported (RuntimeError: operator torchvision::nms): example skipped*"]
+    )

@@ -29,5 +29,14 @@ def workload_name(prefix: str, model: str) -> str:
     return f"{prefix}_{re.sub(r'[^0-9A-Za-z]+', '_', model).strip('_').lower()}"
 
 
-def missing_package(package: str, adapter: str) -> ModuleNotFoundError:
-    return ModuleNotFoundError(f"{adapter} needs the {package} package, which is not installed: pip install {package}")
+def missing_package(package: str, adapter: str, error: Exception) -> ImportError:
+    """Why ``adapter`` cannot run: ``package`` is not installed, or is installed and failed to import (a
+    dependency missing or built against another torch), with that error's first line."""
+    if isinstance(error, ModuleNotFoundError) and error.name == package:
+        return ModuleNotFoundError(
+            f"{adapter} needs the {package} package, which is not installed: pip install {package}"
+        )
+    reason = (str(error).strip().splitlines() or ["(no message)"])[0][:200]
+    return ImportError(
+        f"{adapter} needs the {package} package, which failed to import: {type(error).__name__}: {reason}"
+    )

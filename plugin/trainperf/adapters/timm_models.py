@@ -92,8 +92,8 @@ class TimmClassifier:
         vision transformer) is built again for another side; a convolutional one takes any side."""
         try:
             import timm
-        except ImportError as error:
-            raise missing_package("timm", "trainperf.adapters.from_timm") from error
+        except Exception as error:  # not installed, or its import failed
+            raise missing_package("timm", "trainperf.adapters.from_timm", error) from error
         kwargs = {**self.model_kwargs, "pretrained": False, "num_classes": self.classes}
         model = timm.create_model(name, **kwargs)
         default_side = int(model.pretrained_cfg["input_size"][-1])

@@ -111,8 +111,8 @@ def create(config: Any) -> nn.Module:
     """The model with random weights, in float32 (autocast is the cases' business), without a KV cache."""
     try:
         from transformers import AutoModelForCausalLM
-    except ImportError as error:
-        raise missing_package("transformers", "trainperf.adapters.from_transformers") from error
+    except Exception as error:  # not installed, or its import failed
+        raise missing_package("transformers", "trainperf.adapters.from_transformers", error) from error
     config = copy.deepcopy(config)
     config.use_cache = False
     return AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # type: ignore[no-any-return]
