@@ -109,3 +109,15 @@ def test_each_tooltip_gives_the_slowdown_caught_nine_times_in_ten_beside_the_thr
     smaller, _ = exports.github_action_benchmark(cases)
     times = [entry for entry in smaller if entry["unit"] == "ms"]
     assert times and all("detects: " in e["extra"] and "caught 9 in 10: " in e["extra"] for e in times)
+
+
+def test_the_exported_range_is_the_summarys_plus_or_minus() -> None:
+    """The summary's "ms/iter (± IQR)" shows the whole IQR after "±"; the export showed half of it."""
+    from trainperf.record.document import cases_frame
+    from trainperf.report.tables import display_cases
+
+    cases = json.loads(CPU_EXAMPLES_RUN.read_text())["benchmarks"]
+    smaller, _ = exports.github_action_benchmark(cases)
+    shown = display_cases(cases_frame(cases))["ms/iter (± IQR)"]
+    ranges = [entry["range"] for entry in smaller if entry["unit"] == "ms"]
+    assert [text.split(" ± ")[1] for text in shown] == [text.removeprefix("± ") for text in ranges]
