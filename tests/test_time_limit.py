@@ -52,6 +52,7 @@ def test_a_hung_case_is_stopped_failed_in_one_line_and_later_cases_run(
     result.assert_outcomes(passed=1, failed=1)
     limit = "toy/hung: stopped after 3 s, its time limit (raise it with --perf-timeout=S or *); it had not finished"
     result.stdout.fnmatch_lines([f"*{limit}", f"toy/hung: timeout: {limit}"])
+    assert "During handling of the above exception" not in result.stdout.str()  # the failure says it once
     run = json.loads((pytester.path / "out" / "run.json").read_text())
     assert [case["name"] for case in run["benchmarks"]] == ["toy/after"]
     assert run["unfinished"][0]["name"] == "toy/hung" and run["unfinished"][0]["verdict"] == "timeout"

@@ -35,9 +35,12 @@ def test_toy(trainperf, optimization):
 def test_a_case_that_raises_is_named_and_in_every_report(pytester: pytest.Pytester, where: str, reason: str) -> None:
     pytester.makepyfile(toy_workload=_toy_source())
     pytester.makepyfile(test_toy=BROKEN.replace("WHERE", where))
-    result = pytester.runpytest(*BASE)
+    result = pytester.runpytest(*BASE, "--junitxml=junit.xml")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*trainperf: the error above ended case toy/broken*"])
+    junit = (pytester.path / "junit.xml").read_text()  # the failed case has its properties too
+    broken = junit[junit.index('name="test_toy[broken]"') :]
+    assert '<property name="trainperf_verdict" value="error"' in broken and f'value="{reason}"' in broken
     result.stdout.fnmatch_lines([f"toy/broken: error: {reason}"])  # the summary, beside the cases table
     run = json.loads((pytester.path / "out" / "run.json").read_text())
     assert [case["name"] for case in run["benchmarks"]] == ["toy/reference"]

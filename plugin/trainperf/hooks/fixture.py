@@ -62,23 +62,22 @@ class TrainPerf:
         try:
             result = self._judged(spec, declared)
         except time_limit.CaseTimeout as error:
-            self.session.record_unfinished(spec.key, self.nodeid, "timeout", str(error))
-            save_progress(self.session)
-            pytest.fail(str(error), pytrace=False)
+            timed_out: str | None = str(error)
+            self._unfinished(spec.key, "timeout", str(error))
         except pytest.fail.Exception as failure:  # out of memory, a data-parallel rank's failure
-            self.session.record_unfinished(spec.key, self.nodeid, "fail", first_line(failure))
-            save_progress(self.session)
+            self._unfinished(spec.key, "fail", first_line(failure))
             raise
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (``termination``): every report names the case cut off
-            self.session.record_unfinished(spec.key, self.nodeid, "interrupted", "the session was stopped while it ran")
-            save_progress(self.session)
+            self._unfinished(spec.key, "interrupted", "the session was stopped while it ran")
             raise
         except Exception as error:  # the test fails with its traceback; every report names the case
-            reason = f"{type(error).__name__}: {first_line(error)}"
-            self.session.record_unfinished(spec.key, self.nodeid, "error", reason)
-            save_progress(self.session)
+            self._unfinished(spec.key, "error", f"{type(error).__name__}: {first_line(error)}")
             error.add_note(f"trainperf: the error above ended case {spec.key}")
             raise
+        else:
+            timed_out = None
+        if timed_out is not None:  # failed here, not in the handler: its message once, not chained to the timeout's
+            pytest.fail(timed_out, pytrace=False)
         measurement = result.measurement
         if measurement.communication is not None and self.session.profiling is not None:
             self.session.note(f"{spec.key}: not profiled: a data-parallel case runs one process per GPU")
@@ -100,6 +99,14 @@ class TrainPerf:
         if failed:
             pytest.fail("\n".join(check.message for check in failed), pytrace=False)
         return result
+
+    def _unfinished(self, key: str, verdict: str, reason: str) -> None:
+        """A case that ended without a measurement: every report lists it, JUnit too, and the run
+        document on disk says so at once."""
+        self.session.record_unfinished(key, self.nodeid, verdict, reason)
+        save_progress(self.session)
+        for name, value in junit.unfinished_properties(key, verdict, reason).items():
+            self.record_property(name, value)
 
     def _spec(self, workload: Workload, optimization: Optimization) -> CaseSpec:
         """The case at this device's size, with its iterations: option > marker > the workload's."""

@@ -56,6 +56,12 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
     return {name: value for name, value in found.items() if value is not None}
 
 
+def unfinished_properties(key: str, verdict: str, reason: str) -> dict[str, str]:
+    """A case that ended without figures (an error, its time limit, an interrupt): its name, verdict
+    and one-line reason, as run.json's ``unfinished`` lists it."""
+    return {"trainperf_case": key, "trainperf_verdict": verdict, "trainperf_reason": reason}
+
+
 def profile_properties(profile: dict[str, Any]) -> dict[str, Any]:
     """Tool, cost, verdict, and per Top-5 kernel its name, time, share, phase and roofline."""
     found: dict[str, Any] = {"trainperf_profile_s": round(profile["seconds"], 1)}
