@@ -345,6 +345,19 @@ def test_corrupt_baseline_is_one_clear_error_and_stays_untouched(toy_suite) -> N
         assert path.read_text() == '{"schema_version": 1, "cases": {'
 
 
+def test_a_baseline_folder_that_is_a_file_is_named_with_where_it_was_given(
+    toy_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error said "(--baseline-dir)" when the folder came from the environment or the ini file."""
+    pytester = toy_suite()
+    (pytester.path / "a-file").write_text("")
+    monkeypatch.setenv("TRAINPERF_BASELINE_DIR", "a-file")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--perf-device=cpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *a-file: a file is there, not a folder of baseline files "
+                                 "(environment TRAINPERF_BASELINE_DIR)"])  # fmt: skip
+
+
 def test_a_baseline_write_that_fails_loses_nothing_else_and_is_one_line(toy_suite) -> None:
     """The summary, run.json and the report are written whatever the baseline write meets; its failure
     is one line and the usage status."""

@@ -124,7 +124,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         _marked(item)  # a bad marker is a usage error before anything runs
     try:
         perf = config.stash[SESSION_KEY].get()
-        perf.stored = baselines.load(perf.baseline_file)
+        perf.stored = baselines.load(perf.baseline_file, perf.settings.sources["baseline_dir"])
     except baselines.BaselineError as error:
         raise pytest.UsageError(str(error)) from None
     lacking = None if perf.settings.update_baselines else baselines.lacking_work(perf.baseline_file, perf.stored)

@@ -82,10 +82,11 @@ def followed(path: Path) -> Path:
     return Path(os.path.realpath(path))  # a link to no file yet: recording creates its target
 
 
-def load(path: Path) -> dict[str, dict[str, Any]]:
-    """Cases stored in ``path`` (empty when the file does not exist)."""
+def load(path: Path, folder_source: str = "--baseline-dir") -> dict[str, dict[str, Any]]:
+    """Cases stored in ``path`` (empty when the file does not exist); ``folder_source`` says where the
+    folder was given, for the error where it is a file."""
     if path.parent.exists() and not path.parent.is_dir():
-        raise BaselineError(f"{path.parent}: a file is there, not a folder of baseline files (--baseline-dir)")
+        raise BaselineError(f"{path.parent}: a file is there, not a folder of baseline files ({folder_source})")
     target = followed(path)
     if not target.exists():
         return {}
