@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from trainperf.cli.main import main
 
 BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl")
 # a baseline file where the test needs one but not its measured noise: one run, in the test process
@@ -368,8 +369,20 @@ def test_a_baseline_write_that_fails_loses_nothing_else_and_is_one_line(toy_suit
     lock.mkdir()  # the write's lock cannot be opened
     result = pytester.runpytest(*BASE, *RECORD_ONCE, "--perf-report=out")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["*toy/reference*pass*", f"note: baselines not written: {lock}: Is a directory"])
-    assert (pytester.path / "out" / "run.json").is_file() and (pytester.path / "out" / "report.html").is_file()
+    run_file = pytester.path / "out" / "run.json"
+    failed = (
+        f"baselines not written: {lock}: Is a directory; the recorded cases are kept in out/run.json: trainperf record"
+    )
+    result.stdout.fnmatch_lines(["*toy/reference*pass*", f"note: {failed}*"])
+    assert run_file.is_file() and (pytester.path / "out" / "report.html").is_file()
+    run = json.loads(run_file.read_text())
+    assert any(note.startswith(failed) for note in run["notes"])  # run.json says so too
+    lock.rmdir()  # the cause fixed, the night's recording is written from its run document
+    baseline_file(pytester).unlink()
+    assert main(["record", str(run_file), "--baseline-dir", str(pytester.path / "bl")]) == 0
+    stored = json.loads(baseline_file(pytester).read_text())["cases"]
+    assert set(stored) == {"toy/reference", "toy/variant"}
+    assert stored["toy/variant"] == run["recorded_baselines"]["cases"]["toy/variant"]
 
 
 def test_a_recording_killed_after_its_first_case_keeps_that_case(toy_suite) -> None:

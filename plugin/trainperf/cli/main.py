@@ -6,6 +6,7 @@ trainperf export RUN.json --format F -o DIR      the figures for github-action-b
 trainperf summary RUN.json                       a GitHub Actions job summary (Markdown) on stdout
 trainperf calibrate RUN.json [RUN.json ...]      add the runs' judged medians to the baselines' history
 trainperf noise BASELINE.json                    per case: its measured noise and the slowdown it catches
+trainperf record RUN.json                        write the baselines a recording run kept (its write failed)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from trainperf.judge import checks
-from trainperf.record.document import RunDocument, RunDocumentError, cases_frame, load, merged_cases
+from trainperf.record.document import RECORDED, RunDocument, RunDocumentError, cases_frame, load, merged_cases
 from trainperf.report import exports
 from trainperf.report.calibration import judged_figures, judged_medians
 from trainperf.store import baselines
@@ -67,8 +68,19 @@ def _run(argv: Sequence[str] | None) -> int:
     )
     noise.add_argument("baseline", type=Path, help="a per-device baseline file (baselines/<device>.json)")
     noise.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text")
+    record = commands.add_parser(
+        "record", help="write the baseline entries a run recorded with --update-baselines (where its own write "
+        "failed: a full disk, a bad path) into the device's baseline file",
+    )  # fmt: skip
+    record.add_argument("run", type=Path, help="the recording's run.json")
+    record.add_argument(
+        "--baseline-dir", type=Path, default=Path(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines")),
+        help="folder of the per-device baseline files (default: $TRAINPERF_BASELINE_DIR or baselines)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
+        if args.command == "record":
+            return _record(load(args.run), args.baseline_dir)
         if args.command == "noise":
             return _noise(args.baseline, args.only)
         if args.command == "summary":
@@ -90,6 +102,19 @@ def _run(argv: Sequence[str] | None) -> int:
     except (RunDocumentError, BaselineError) as error:
         print(f"trainperf: {error}", file=sys.stderr)
         return 2
+
+
+def _record(document: RunDocument, directory: Path) -> int:
+    """The run's recorded baseline entries merged into its device's file, old -> new printed."""
+    recorded = document.data.get(RECORDED)
+    if not recorded or not recorded.get("cases"):
+        raise RunDocumentError(f"{document.path}: it recorded no baselines (a run with --update-baselines does)")
+    path = baselines.baseline_path(directory, recorded["device"])
+    changes = baselines.update(path, recorded["device"], recorded["cases"])
+    print(f"trainperf: baselines written to {path}:")
+    for line in baselines.format_changes(changes):
+        print(f"  {line}")
+    return 0
 
 
 def _with_cases(document: RunDocument) -> RunDocument:

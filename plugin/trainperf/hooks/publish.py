@@ -73,20 +73,21 @@ def publish(perf: PerfSession) -> bool:
         perf.note(f"rank {perf.launch.rank} of {perf.launch.world}: rank 0 writes the run document and baselines")
         return True
     report = perf.settings.report
+    run_file = None if report is None else report / workers.run_file(os.environ)
+    failed = None if perf.baseline_error is None else _not_written(perf, perf.baseline_error, run_file)
+    if failed is not None:  # the write that stopped the case-by-case writes: in run.json's notes too
+        perf.note(failed)
     if report is not None and (perf.results or perf.unfinished):
         path = write_run_document(perf, report, workers.run_file(os.environ))
         perf.note(f"run document written to {path}")
         if workers.worker_id(os.environ) is None:
             perf.note(write_report(path))
-    try:
-        if perf.baseline_error is not None:  # the write that stopped the case-by-case writes
-            raise perf.baseline_error
-        added = _write_history(perf)
-    except BaselineError as error:  # names the file already
-        perf.note(f"baselines not written: {error}")
+    if failed is not None:
         return False
-    except OSError as error:
-        perf.note(f"baselines not written: {error.filename or perf.baseline_file}: {error.strerror or error}")
+    try:
+        added = _write_history(perf)
+    except (BaselineError, OSError) as error:
+        perf.note(_not_written(perf, error, None))
         return False
     if added:
         kind = "judged case(s), passed or failed (--perf-calibrate)," if perf.settings.calibrate else "passing case(s)"
@@ -95,6 +96,18 @@ def publish(perf: PerfSession) -> bool:
         path = write_changes(perf.changes, perf.baseline_file, perf.fingerprint.name, report)
         perf.note(f"baseline changes written to {path}")
     return True
+
+
+def _not_written(perf: PerfSession, error: Exception, run_file: Path | None) -> str:
+    """'baselines not written: FILE: why', and where a recording's entries are kept, with the command
+    that writes them once the cause is fixed."""
+    if isinstance(error, OSError):
+        text = f"baselines not written: {error.filename or perf.baseline_file}: {error.strerror or error}"
+    else:  # a BaselineError names the file already
+        text = f"baselines not written: {error}"
+    if run_file is None or not perf.settings.update_baselines:
+        return text
+    return f"{text}; the recorded cases are kept in {run_file}: trainperf record {run_file} --baseline-dir DIR"
 
 
 def merge_workers(report: Path) -> list[str]:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 
 REQUIRED = ("name", "group", "stats", "extra_info")
+RECORDED = "recorded_baselines"  # the run document's key of the baseline entries it recorded
 REQUIRED_INFO = ("summary_ms", "speedup", "samples_per_second", "metric", "verdict")
 # figures the reports read where present
 OPTIONAL_NUMBERS = ("peak_memory_bytes", "baseline_median_ms", "mfu", "first_step_s", "reader_share",
@@ -113,7 +114,16 @@ def run_document(session: PerfSession) -> dict[str, Any]:
         "unfinished": list(session.unfinished),
         "notes": session.notes,
         "finished": True,
+        **recorded_baselines(session),
     }
+
+
+def recorded_baselines(session: PerfSession) -> dict[str, Any]:
+    """Under --update-baselines, the baseline entry of each case recorded, as the device's file takes
+    it: a write that failed (a full disk, a bad path) loses nothing, ``trainperf record`` writes them."""
+    if not (session.settings.update_baselines and session.pending):
+        return {}
+    return {RECORDED: {"device": session.fingerprint.slug, "cases": dict(session.pending)}}
 
 
 class RunDocumentError(ValueError):
@@ -249,6 +259,16 @@ def merge(documents: list[RunDocument]) -> dict[str, Any]:
         "unfinished": [case for document in documents for case in document.unfinished],
         "notes": list(dict.fromkeys(note for document in documents for note in document.data.get("notes", []))),
         "workers": [{"file": document.path.name, "machine_info": document.machine} for document in documents],
+        **_recorded_by_all(documents),
+    }
+
+
+def _recorded_by_all(documents: list[RunDocument]) -> dict[str, Any]:
+    recorded = [document.data[RECORDED] for document in documents if RECORDED in document.data]
+    if not recorded:
+        return {}
+    return {
+        RECORDED: {"device": recorded[0]["device"], "cases": {k: v for r in recorded for k, v in r["cases"].items()}}
     }
 
 
