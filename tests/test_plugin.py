@@ -850,3 +850,21 @@ def test_a_failing_case_keeps_torch_trace_records_out_of_its_captured_log(pytest
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*Captured log call*", "WARNING *toy*kept*"])
     assert not [line for line in result.stdout.lines if line.startswith("V") and line.endswith("] ")]
+
+
+@pytest.mark.slow
+def test_a_test_file_outside_the_rootdir_is_recorded_in_fresh_processes(pytester: pytest.Pytester) -> None:
+    """Its node id is "::test_toy[reference]", with which pytest refuses to start the fresh processes:
+    they are started from the file's path and the test's name."""
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    elsewhere = pytester.mkdir("elsewhere")
+    (elsewhere / "toy_workload.py").write_text(toy)
+    (elsewhere / "test_toy.py").write_text(ONCE_SLOW.replace("OPTIONS", '{"sleep_ms": 1.0}'))
+    project = pytester.mkdir("project")
+    result = pytester.runpytest(
+        str(elsewhere / "test_toy.py"), "--rootdir", str(project), "-p", "no:cacheprovider", "--perf-device=cpu",
+        f"--baseline-dir={project / 'bl'}", "--update-baselines", "--perf-runs=2",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    stored = json.loads(next((project / "bl").glob("*.json")).read_text())["cases"]["toy/reference"]
+    assert len(stored["run_medians_ms"]) == 2  # two fresh processes

@@ -40,6 +40,9 @@ class TrainPerf:
     record_property: Callable[[str, object], None]
     marker_timeout: float | None = None
     late: LateConfirmation | None = None  # where a second measurement waits for the end of the session
+    # what selects this test in a child pytest: its file's path and its name in it (a node id names a file
+    # outside the rootdir as "::name", which pytest refuses); the node id where empty
+    selector: str = ""
 
     def run(
         self, workload: Workload, optimization: Optimization, reference: Optimization | None = None
@@ -84,7 +87,7 @@ class TrainPerf:
         elif self.session.profiling is not None:
             from trainperf.hooks.attach_profile import attach_profile
 
-            attach_profile(self.session, self.nodeid, result)
+            attach_profile(self.session, self.selector or self.nodeid, result)
         entry = record_case(self.session, result)
         for name, value in junit.properties(entry).items():
             self.record_property(name, value)
@@ -148,7 +151,7 @@ class TrainPerf:
         what = "case" if reference is None else REFERENCE
         if children is not None:
             try:
-                return fresh_process.measure(children, self.nodeid, what, spec.warmup, spec.iters)
+                return fresh_process.measure(children, self.selector or self.nodeid, what, spec.warmup, spec.iters)
             except fresh_process.IsolatedRunError as error:
                 if (runs := self.session.settings.runs_per_case) > 1:  # no second measurement is taken then
                     pytest.fail(f"{spec.key}: not recorded: each of its {runs} runs must be fresh: {error}", False)

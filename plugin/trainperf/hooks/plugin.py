@@ -140,7 +140,16 @@ def trainperf(request: pytest.FixtureRequest, record_property: Callable[[str, ob
     iters, warmup, timeout = _marked(request.node)
     session = request.config.stash[SESSION_KEY].get()
     late = request.config.pluginmanager.get_plugin(PLUGIN_NAME) if session.launch is None else None
-    return TrainPerf(session, request.node.nodeid, iters, warmup, record_property, timeout, late)
+    return TrainPerf(
+        session, request.node.nodeid, iters, warmup, record_property, timeout, late, selector(request.node)
+    )
+
+
+def selector(item: pytest.Item) -> str:
+    """The argument that selects ``item`` in a child pytest: its file's absolute path, then its name
+    within the file (its node id names the file from the rootdir, or not at all outside it)."""
+    within = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    return f"{item.path}::{within}"
 
 
 def _marked(item: pytest.Item) -> tuple[Any, ...]:
