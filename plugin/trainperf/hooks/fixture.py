@@ -15,7 +15,7 @@ import torch
 
 from trainperf.hooks.late_confirmation import ConfirmLater, LateConfirmation
 from trainperf.hooks.publish import record_case, save_progress
-from trainperf.judge import checks, policy, stats
+from trainperf.judge import checks, policy, recording, stats
 from trainperf.judge.checks import CheckName
 from trainperf.measure import fresh_process, time_limit
 from trainperf.measure.errors import first_line
@@ -139,7 +139,30 @@ class TrainPerf:
         first = self._measure(spec)
         if runs == 1:
             return first
-        return combined([first, *(self._measure_afresh(spec) for _ in range(runs - 1))])
+        measured = [first, *(self._measure_afresh(spec) for _ in range(runs - 1))]
+        if self.session.settings.update_baselines:
+            measured = self._agreeing(spec, measured)
+        return combined(measured)
+
+    def _agreeing(self, spec: CaseSpec, measured: list[Measurement]) -> list[Measurement]:
+        """A recording's runs, each far from the others measured again once; the case fails, not
+        recorded, where they still disagree. A busy host is noted either way."""
+        medians = [stats.summarize(m.samples_ms).median for m in measured]
+        spreads = [stats.iteration_spread(m.samples_ms, 1) for m in measured]
+        wild = recording.wild_runs(medians, spreads)
+        if wild:
+            for i in wild:
+                measured[i] = self._measure_afresh(spec)
+            again = {i: stats.summarize(measured[i].samples_ms).median for i in wild}
+            now = [again.get(i, median) for i, median in enumerate(medians)]
+            spreads = [stats.iteration_spread(m.samples_ms, 1) for m in measured]
+            if recording.wild_runs(now, spreads):
+                pytest.fail(recording.refusal(spec.key, medians, again, spreads), pytrace=False)
+            self.session.note(recording.remeasured_note(spec.key, medians, again))
+        busy = recording.busy_host([m.clocks.get("during") or {} for m in measured])
+        if busy is not None:
+            self.session.note(f"{spec.key}: {busy}")
+        return measured
 
     def _measure_afresh(self, spec: CaseSpec, reference: Optimization | None = None) -> Measurement:
         """The case (or, given, its reference) measured in a fresh process; here again, with a note, if the
