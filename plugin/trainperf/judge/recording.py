@@ -22,16 +22,19 @@ BUSY_STEAL = 0.05
 
 
 def tolerance(spreads: Sequence[float]) -> float:
-    """How far a run's median may depart from the recording's median: ``WILD_MIN``, or ``WILD_SPREADS``
-    times the widest spread of a run's iterations (relative) where that is wider."""
-    return max(WILD_MIN, WILD_SPREADS * max(spreads, default=0.0))
+    """How far a run's median may depart from the recording's median, and how widely a run's iterations
+    may spread: ``WILD_MIN``, or ``WILD_SPREADS`` times the case's own spread where that is wider. The
+    case's own is its quietest run's: a run disturbed throughout spreads as widely as the disturbance."""
+    return max(WILD_MIN, WILD_SPREADS * min(spreads, default=0.0))
 
 
 def wild_runs(medians: Sequence[float], spreads: Sequence[float]) -> list[int]:
-    """The runs (indexes) whose median departs from the median of all the runs beyond ``tolerance``."""
+    """The runs (indexes) whose median departs from the median of all the runs, or whose iterations
+    spread, beyond ``tolerance``."""
     center = statistics.median(medians)
     allowed = tolerance(spreads)
-    return [i for i, median in enumerate(medians) if abs(median / center - 1) > allowed]
+    return [i for i, (median, spread) in enumerate(zip(medians, spreads, strict=True))
+            if abs(median / center - 1) > allowed or spread > allowed]  # fmt: skip
 
 
 def refusal(case: str, medians: Sequence[float], again: Mapping[int, float], spreads: Sequence[float]) -> str:
@@ -40,8 +43,8 @@ def refusal(case: str, medians: Sequence[float], again: Mapping[int, float], spr
     redone = ", ".join(f"{again[i]:.3f}" for i in sorted(again))
     return (
         f"{case}: not recorded: its runs disagree: {runs} ms, measured again {redone} ms, beyond "
-        f"{tolerance(spreads):.0%} of their median, more than their iterations' spread "
-        f"({max(spreads, default=0.0):.1%}) explains; record it again on a quiet host"
+        f"{tolerance(spreads):.0%} of their median, more than the spread of the quietest run's iterations "
+        f"({min(spreads, default=0.0):.1%}) explains; record it again on a quiet host"
     )
 
 
