@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The nightly job: the GPU's state first, then every case gated strictly and profiled, with its JUnit file
-# and report kept in OUT.
+# The nightly job: the GPU's state first, then every case gated strictly and the failed ones profiled
+# (TRAINPERF_PROFILE_CASES=all profiles every case), with its JUnit file and report kept in OUT.
 #   ci/nightly.sh OUT [PYTEST_ARGS...]            on a GPU runner (TRAINPERF_GPUS=N: N workers, one GPU each)
 #   ci/nightly.sh --dry-run OUT [PYTEST_ARGS...]  on a CPU: tiny sizes, torch.profiler, no strict gate
 # With GITHUB_STEP_SUMMARY set (GitHub Actions), the run's summary is appended there (trainperf summary).
@@ -35,6 +35,8 @@ if [ "$dry_run" -eq 1 ]; then
 else
   python ci/gpu_check.py || exit $?
   gate=(--perf-strict --profile=ncu)
+  # ncu takes tens of seconds a case: a night profiles the cases that failed, to explain them
+  export TRAINPERF_PROFILE_CASES=${TRAINPERF_PROFILE_CASES:-failed}
 fi
 workers=()
 if [ "${TRAINPERF_GPUS:-1}" -gt 1 ]; then

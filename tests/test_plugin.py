@@ -868,3 +868,23 @@ def test_a_test_file_outside_the_rootdir_is_recorded_in_fresh_processes(pytester
     result.assert_outcomes(passed=1)
     stored = json.loads(next((project / "bl").glob("*.json")).read_text())["cases"]["toy/reference"]
     assert len(stored["run_medians_ms"]) == 2  # two fresh processes
+
+
+@pytest.mark.slow
+def test_profile_cases_failed_profiles_only_the_cases_that_failed(toy_suite) -> None:
+    """A night explains its regressions without profiling every case: the variant, trained on shuffled
+    labels, fails its accuracy and alone is profiled."""
+    pytester = toy_suite(shuffle=True)
+    result = pytester.runpytest(*BASE, "--profile=torch", "--profile-cases=failed", "--perf-report=out")
+    result.assert_outcomes(passed=1, failed=1)
+    document = json.loads((pytester.path / "out" / "run.json").read_text())
+    profiled = {case["name"]: case["extra_info"]["profile"] is not None for case in document["benchmarks"]}
+    assert profiled == {"toy/reference": False, "toy/variant": True}
+
+
+def test_profile_cases_chooses_all_failed_or_cases_by_name() -> None:
+    from trainperf.profile.profiler import selected
+
+    assert selected("all", "gpt2/stack", failed=False)
+    assert selected("failed", "gpt2/stack", failed=True) and not selected("failed", "gpt2/stack", failed=False)
+    assert selected("bert,gpt2/st", "gpt2/stack", failed=False) and not selected("bert", "gpt2/stack", failed=True)

@@ -82,6 +82,14 @@ def _positive_number(raw: str) -> float:
     return value
 
 
+def _profile_cases(raw: str) -> str:
+    """'all', 'failed', or comma-separated parts of case names, without blanks."""
+    names = [name.strip() for name in raw.split(",") if name.strip()]
+    if not names:
+        raise ValueError("expected all, failed, or case names separated by commas")
+    return ",".join(names)
+
+
 def _text(raw: str) -> str:
     if not raw.strip():
         raise ValueError("expected a non-empty path")
@@ -118,6 +126,14 @@ OPTIONS: dict[str, OptionSpec] = {
             "re-run each case under a profiler and attach its Top-5 kernels: off, torch, nsys or ncu",
             _choice(PROFILERS),
             "off",
+        ),
+        OptionSpec(
+            "profile_cases",
+            "--profile-cases",
+            "which cases --profile re-runs under the profiler: all, failed (those that failed a check), or case "
+            "names, comma-separated (a case whose name contains one: gpt2/stack,bert)",
+            _profile_cases,
+            "all",
         ),
         OptionSpec(
             "profile_timeout",

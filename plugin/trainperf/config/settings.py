@@ -67,6 +67,7 @@ class Settings:
     sources: Mapping[str, str]
     peak_tflops: float | None = None
     profile_timeout: float = 900.0
+    profile_cases: str = "all"  # all, failed, or comma-separated parts of case names
     gpu_per_worker: bool = False
     runs: int | None = None
     confirmations: int = 10
@@ -108,6 +109,7 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         strict=values["strict"].value,
         peak_tflops=values["peak_tflops"].value,
         profile_timeout=values["profile_timeout"].value,
+        profile_cases=values["profile_cases"].value,
         gpu_per_worker=values["gpu_per_worker"].value,
         runs=values["runs"].value,
         confirmations=values["confirmations"].value,

@@ -45,6 +45,16 @@ class ProfileSetup:
         return case_folder(self.root, case_key)
 
 
+def selected(selection: str, case_key: str, failed: bool) -> bool:
+    """Whether ``--profile-cases`` asks for this case: ``all``, ``failed`` (a case that failed a check:
+    a night explains its regressions, not every case), or comma-separated parts of case names."""
+    if selection == "all":
+        return True
+    if selection == "failed":
+        return failed
+    return any(part in case_key for part in selection.split(","))
+
+
 def choose_backend(
     requested: str,
     device_type: str,
