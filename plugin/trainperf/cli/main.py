@@ -134,9 +134,10 @@ def _report(documents: list[RunDocument], output: Path) -> int:
 
 
 def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
-    """Per case: median ms before and after, the change, host calls per iteration, speedups and verdicts;
-    a case in one only shows blanks on the other side, as does a run that counted no calls."""
-    columns = ["case", "median_ms", "host_calls", "speedup", "verdict"]
+    """Per case: median ms before and after, the change, host calls, ATen ops and kernel ms per iteration,
+    speedups and verdicts; a case in one only shows blanks on the other side, as does a run that counted
+    none of a figure."""
+    columns = ["case", "median_ms", "host_calls", "ops", "kernel_ms", "speedup", "verdict"]
     old = cases_frame(merged_cases([before]))[columns]
     new = cases_frame(merged_cases([after]))[columns]
     both = old.merge(new, on="case", how="outer", suffixes=(" A", " B"), sort=False)
@@ -149,6 +150,10 @@ def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
             "change": change.map(lambda v: "" if pd.isna(v) else f"{v:+.1%}"),
             "A calls": both["host_calls A"].map(_count),
             "B calls": both["host_calls B"].map(_count),
+            "A ops": both["ops A"].map(_count),
+            "B ops": both["ops B"].map(_count),
+            "A kernel ms": both["kernel_ms A"].map(_number),
+            "B kernel ms": both["kernel_ms B"].map(_number),
             "A speedup": both["speedup A"].map(_times),
             "B speedup": both["speedup B"].map(_times),
             "A verdict": both["verdict A"].fillna("(absent)"),
