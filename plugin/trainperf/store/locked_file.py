@@ -1,5 +1,5 @@
-"""Files that several processes update: a lock beside the file for read-modify-write, and a write that
-replaces the file atomically, so that a crash mid-write leaves the old file whole.
+"""Files that several processes update: a lock beside the file for read-modify-write (filelock), and a
+write that replaces the file atomically, so that a crash mid-write leaves the old file whole.
 
 Pure: no torch, no pytest.
 """
@@ -7,23 +7,21 @@ Pure: no torch, no pytest.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import filelock
+
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    lock_path = path.with_name(path.name + ".lock")
-    with open(lock_path, "a", encoding="utf-8") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    """Hold ``path``'s lock (``filelock``, on ``path.lock`` beside it) while the body reads, merges and
+    writes: another process's update waits for it."""
+    with filelock.FileLock(path.with_name(path.name + ".lock")):
+        yield
 
 
 def atomic_write(path: Path, text: str) -> None:
