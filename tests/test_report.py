@@ -179,7 +179,10 @@ def test_compare_shows_host_calls_where_a_run_counted_them(capsys: pytest.Captur
 
 def test_compare_shows_the_work_counted_per_iteration(capsys: pytest.CaptureFixture[str]) -> None:
     """Two H200 runs of the examples, unchanged and with a GPU spin of 5% after every optimizer step."""
-    assert main(["compare", str(DATA / "h200_examples_aa.run.json"), str(DATA / "h200_examples_spin.run.json")]) == 0
+    assert (
+        main(["compare", str(DATA / "h200_work_examples_aa.run.json"), str(DATA / "h200_work_examples_spin.run.json")])
+        == 0
+    )
     out = capsys.readouterr().out
     assert re.search(r"A ops\s+B ops\s+A kernel ms\s+B kernel ms", out)
     assert re.search(r"denoiser/reference(\s+\S+){5}\s+231\s+231\s+6\.144\s+6\.484\s", out)
@@ -370,6 +373,6 @@ def test_an_fp8_case_shows_its_mfu_against_the_bf16_peak_and_its_fp8_share() -> 
 def test_the_summary_shows_the_work_counted_on_a_gpu() -> None:
     from trainperf.report.terminal import cases_text
 
-    text = cases_text(json.loads((DATA / "h200_examples_aa.run.json").read_text())["benchmarks"])
+    text = cases_text(json.loads((DATA / "h200_work_examples_aa.run.json").read_text())["benchmarks"])
     assert "ops/syncs" in text and "kernels (ms)" in text
     assert re.search(r"denoiser/reference .* 231/3 +262 \(6\.14\) ", text)

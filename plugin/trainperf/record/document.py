@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 
 REQUIRED = ("name", "group", "stats", "extra_info")
+WORK_FIGURES = ("ops", "syncs", "copies", "kernels", "kernel_ms")  # what the cases table reads of the work
 RECORDED = "recorded_baselines"  # the run document's key of the baseline entries it recorded
 REQUIRED_INFO = ("summary_ms", "speedup", "samples_per_second", "metric", "verdict")
 # figures the reports read where present
@@ -200,9 +201,18 @@ def _check_case(path: Path, index: int, case: Any) -> None:
     wrong.append(("'extra_info.sample_unit' must be a string", isinstance(info.get("sample_unit", ""), str)))
     for key in ("host_calls", "host_step_calls", "host_fetch_calls"):  # absent where written before counted
         wrong.append((f"'extra_info.{key}' must be a list of positive numbers", _positive_list(info.get(key, []))))
+    wrong.append(("'extra_info.work' must be a list of objects of counts", _work(info.get("work", []))))
     for message, holds in wrong:
         if not holds:
             raise RunDocumentError(f"{where}: {message}")
+
+
+def _work(work: Any) -> bool:
+    """The work counted per run (absent where written before it was): objects whose counts the cases
+    table reads are numbers or null."""
+    return isinstance(work, list) and all(
+        isinstance(run, dict) and all(_optional_number(run.get(key)) for key in WORK_FIGURES) for run in work
+    )
 
 
 def _optional_number(value: Any) -> bool:
@@ -280,7 +290,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         summary = info["summary_ms"]
         baseline = info.get("baseline_median_ms")
         peak = info.get("peak_memory_bytes")
-        work = (info.get("work") or [{}])[0]
+        work = (info.get("work") or [{}])[0]  # checked by load: a list of objects of counts
         rows.append(
             {
                 "case": case["name"],
