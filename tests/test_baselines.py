@@ -362,3 +362,22 @@ def test_a_link_that_loops_is_a_file_that_cannot_be_used_and_stays_as_it_is(tmp_
     with pytest.raises(baselines.BaselineError, match="a symbolic link that loops"):
         baselines.update(link, "dev", {"w/b": entry(5.0)})
     assert link.is_symlink() and os.readlink(link) == str(tmp_path / "other.json")
+
+
+def test_the_published_schema_is_valid_and_every_committed_baseline_file_meets_it() -> None:
+    """docs/schema/baseline-file.schema.json is what the plugin validates with, for users' tools too."""
+    import jsonschema
+
+    root = Path(__file__).resolve().parents[1]
+    schema = json.loads((root / "docs" / "schema" / "baseline-file.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for path in (root / "baselines").glob("*.json"):
+        jsonschema.validate(json.loads(path.read_text()), schema, cls=jsonschema.Draft202012Validator)
+    assert schema == json.loads(baselines.SCHEMA_FILE.read_text())
+
+
+def test_infinity_in_a_stored_figure_names_the_case_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"schema_version": 2, "cases": {"w/a": {**entry(10.0), "history_ms": [float("inf")]}}}))
+    with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'history_ms' as a list of positive numbers"):
+        baselines.load(path)

@@ -8,8 +8,8 @@ and two concurrent updates lose no entry.
 from __future__ import annotations
 
 import errno
+import functools
 import json
-import math
 import os
 import statistics
 from collections.abc import Mapping
@@ -91,7 +91,8 @@ def load(path: Path, folder_source: str = "--baseline-dir") -> dict[str, dict[st
     if not target.exists():
         return {}
     try:
-        document = json.loads(target.read_text(encoding="utf-8"))
+        # NaN and Infinity read as text: the schema then names the field that holds one
+        document = json.loads(target.read_text(encoding="utf-8"), parse_constant=str)
     except OSError as error:  # a directory in its place, no permission to read it
         raise BaselineError(f"{path}: cannot read it ({error.strerror or error})") from None
     except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, too deep, an integer too long
@@ -101,51 +102,59 @@ def load(path: Path, folder_source: str = "--baseline-dir") -> dict[str, dict[st
 
 
 def _validated(path: Path, document: Any) -> dict[str, dict[str, Any]]:
-    if not isinstance(document, dict):
-        raise BaselineError(f"{path}: expected a JSON object at the top level")
-    version = document.get("schema_version")
-    if version not in READABLE_VERSIONS:
-        raise BaselineError(
-            f"{path}: unknown schema_version {version!r} (this trainperf reads {READABLE_TEXT}); "
-            "update trainperf or re-record with --update-baselines after moving the file away"
-        )
-    cases = document.get("cases")
-    if not isinstance(cases, dict):
-        raise BaselineError(f"{path}: 'cases' must be an object of case name -> entry")
-    for name, entry in cases.items():
-        _check_entry(path, name, entry)
+    """The file's cases, checked against its published JSON Schema (``docs/schema``); the first error
+    found names the file, the case and the field, in the schema's words."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(document))
+    if error is not None:
+        raise BaselineError(f"{path}: {_problem(error, document)}")
+    cases: dict[str, dict[str, Any]] = document["cases"]
     return cases
 
 
-def _check_entry(path: Path, name: str, entry: Any) -> None:
-    if not isinstance(entry, dict):
-        raise BaselineError(f"{path}: case {name!r} must be an object")
-    missing = [key for key in REQUIRED_ENTRY_KEYS if key not in entry]
-    if missing:
-        raise BaselineError(f"{path}: case {name!r} lacks {', '.join(missing)}")
-    summary = entry["summary"]
-    if not isinstance(summary, dict):
-        raise BaselineError(f"{path}: case {name!r} needs 'summary' as an object of figures")
-    if not _is_positive_number(summary.get("median")):
-        raise BaselineError(f"{path}: case {name!r} needs 'summary.median' as a positive number")
-    for key in ("samples_ms", "run_medians_ms"):
-        values = entry.get(key, [1.0])  # run_medians_ms is absent from files recorded before it existed
-        valid = isinstance(values, list) and values and all(_is_positive_number(x) for x in values)
-        if not valid:
-            raise BaselineError(f"{path}: case {name!r} needs {key!r} as a non-empty list of positive numbers")
-    for key in ("history_ms", *HOST_CALLS_KEYS):  # the calls: absent from older files
-        values = entry.get(key, [])
-        if not (isinstance(values, list) and all(_is_positive_number(x) for x in values)):
-            raise BaselineError(f"{path}: case {name!r} needs {key!r} as a list of positive numbers")
-    boards = entry.get("history_boards", [])  # absent from files calibrated before it was kept
-    if not (isinstance(boards, list) and all(x is None or isinstance(x, str) for x in boards)):
-        raise BaselineError(f"{path}: case {name!r} needs 'history_boards' as a list of part numbers or nulls")
-    busy = entry.get("gpu_busy_history", [])  # absent from files calibrated before it was kept
-    if not (isinstance(busy, list) and all(_is_share(x) for x in busy)):
-        raise BaselineError(f"{path}: case {name!r} needs 'gpu_busy_history' as a list of shares from 0 to 1")
-    host = entry.get("host", {})  # absent from files recorded before the host was measured
-    if not (isinstance(host, dict) and all(_is_positive_number(x) or x == 0 for x in host.values())):
-        raise BaselineError(f"{path}: case {name!r} needs 'host' as an object of figures of zero or more")
+def _problem(error: Any, document: Any) -> str:
+    """What is wrong, in the words of the schema's descriptions."""
+    where = list(error.absolute_path)
+    if not isinstance(document, dict):
+        return "expected a JSON object at the top level"
+    if where[:1] == ["schema_version"] or (error.validator == "required" and "schema_version" not in document):
+        version = document.get("schema_version")
+        return (
+            f"unknown schema_version {version!r} (this trainperf reads {READABLE_TEXT}); "
+            "update trainperf or re-record with --update-baselines after moving the file away"
+        )
+    if len(where) < 2:
+        return "'cases' must be an object of case name -> entry"
+    name = where[1]
+    if len(where) == 2:
+        if error.validator == "required":
+            entry = document["cases"][name]
+            return f"case {name!r} lacks {', '.join(k for k in REQUIRED_ENTRY_KEYS if k not in entry)}"
+        return f"case {name!r} must be an object"
+    field = where[2]
+    if field == "summary" and not (len(where) == 3 and error.validator == "type"):
+        return f"case {name!r} needs 'summary.median' as a positive number"
+    return f"case {name!r} needs {field!r} as {_described(field)}"
+
+
+SCHEMA_FILE = Path(__file__).with_name("baseline-file.schema.json")  # published as docs/schema/
+
+
+@functools.cache
+def _validator() -> Any:
+    import jsonschema  # on first use: a session without a baseline file does not pay its import
+
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+
+def _described(field: str) -> str:
+    """The schema's description of an entry's field: 'a non-empty list of positive numbers'."""
+    schema = _validator().schema
+    spec = schema["$defs"]["entry"]["properties"].get(field, {})
+    if "description" not in spec and "$ref" in spec:
+        spec = schema["$defs"][spec["$ref"].rsplit("/", 1)[1]]
+    return str(spec.get("description", "the schema in docs/schema/baseline-file.schema.json says"))
 
 
 def lacking_work(path: Path, cases: Mapping[str, Mapping[str, Any]]) -> str | None:
@@ -159,14 +168,6 @@ def lacking_work(path: Path, cases: Mapping[str, Mapping[str, Any]]) -> str | No
         f"{path}: {len(lacking)} of {len(cases)} cases lack the {WORK_FIGURES} ({shown}): their work is not "
         "judged until they are recorded again with --update-baselines"
     )
-
-
-def _is_positive_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-
-
-def _is_share(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) -> list[Change]:
