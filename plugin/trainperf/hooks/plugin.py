@@ -124,6 +124,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         _marked(item)  # a bad marker is a usage error before anything runs
     try:
         perf = config.stash[SESSION_KEY].get()
+        if perf.child is not None:  # a fresh-process or profiler child measures; its parent judges
+            return
         perf.stored = baselines.load(perf.baseline_file, perf.settings.sources["baseline_dir"])
     except baselines.BaselineError as error:
         raise pytest.UsageError(str(error)) from None
