@@ -100,6 +100,7 @@ def test_history_added_to_an_entry_drops_nothing() -> None:
         ("[]", "expected a JSON object"),
         ('{"schema_version": 3, "cases": {}}', "unknown schema_version 3"),
         ('{"schema_version": 1}', "'cases' must be an object"),
+        ('{"schema_version": 2, "device": 7, "cases": {}}', "'device' must be the device's slug"),
         ('{"schema_version": 1, "cases": {"w/a": {}}}', "lacks samples_ms"),
     ],
 )

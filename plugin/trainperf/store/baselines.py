@@ -124,6 +124,8 @@ def _problem(error: Any, document: Any) -> str:
             f"unknown schema_version {version!r} (this trainperf reads {READABLE_TEXT}); "
             "update trainperf or re-record with --update-baselines after moving the file away"
         )
+    if where[:1] == ["device"]:
+        return "'device' must be the device's slug, as text"
     if len(where) < 2:
         return "'cases' must be an object of case name -> entry"
     name = where[1]
