@@ -136,3 +136,18 @@ def test_the_work_check_names_the_kernels_launched_more_often() -> None:
     found = work_check.work_check("w/a", now, recorded)
     assert found is not None and found.passed is False
     assert found.message.endswith("kernels 101 against 100 recorded (+1, allowed +0) (+1 spin_kernel per iteration)")
+
+
+def test_a_ranks_communication_kernels_are_counted_but_their_waiting_is_not_kernel_time() -> None:
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType  # type: ignore[attr-defined]
+
+    def kernel(name: str, us: float) -> SimpleNamespace:
+        return SimpleNamespace(name=name, device_type=DeviceType.CUDA, device_time=us, cpu_parent=None)
+
+    nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    events = [kernel("ampere_bf16_gemm", 800.0), kernel(nccl, 5000.0), kernel("ampere_bf16_gemm", 400.0)]
+    counted = work._median([work._read(events, cuda=True)] * 3, cuda=True)
+    assert counted.kernels == 3 and counted.kernel_ms == 1.2
+    assert counted.kernels_by_name == {"ampere_bf16_gemm": [2, 1.2], nccl: [1, 0.0]}

@@ -96,8 +96,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
     with phase("count"):
         calls = host_work.calls_per_iteration(step, fetch)
         synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
-        # not in a data-parallel rank: profiling beside gloo's threads corrupted a rank's heap on the CPU
-        counted = None if torch.distributed.is_initialized() else work.count(step, fetch, device)
+        counted = None if _gloo_rank() else work.count(step, fetch, device)
     if then is not None:
         then(case)
     return Measurement(
@@ -123,6 +122,12 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         work=[] if counted is None else [counted.as_dict()],
         phase_s=phase.seconds,
     )
+
+
+def _gloo_rank() -> bool:
+    """A data-parallel rank on the CPU counts no work: profiling beside gloo's threads corrupted a rank's
+    heap there. NCCL ranks on GPUs profile an iteration for their communication figures too."""
+    return torch.distributed.is_initialized() and torch.distributed.get_backend() == "gloo"
 
 
 def _during(watch: devices.ClockWatch, steal: StealWatch, host_us: float) -> dict[str, object]:

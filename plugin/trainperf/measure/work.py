@@ -7,8 +7,10 @@ touches the timed window. The same code asks the machine for the same work on an
 hold still between processes and machines where the iteration's time moves with the host, so a rise in
 them is a change of the code. The profiler sees compiled code as it runs (a ``TorchDispatchMode`` would
 make torch.compile fall back to eager). An op is counted where no other ATen op called it: what the
-program asked for, not how each op decomposes. A data-parallel rank counts nothing yet: on the CPU,
-profiling beside gloo's threads corrupted a rank's heap.
+program asked for, not how each op decomposes. In a data-parallel rank, communication kernels are
+counted, their time is not (kept as 0): an NCCL kernel runs until the other ranks reach it, so its
+time is mostly waiting. A rank on the CPU counts nothing: profiling beside gloo's threads corrupted a
+rank's heap.
 """
 
 from __future__ import annotations
@@ -113,13 +115,18 @@ def _read(events: Iterable[Any], cuda: bool) -> _Iteration:
             found.copies += name.startswith(DEVICE_COPIES)
         elif event.device_type == DeviceType.CUDA:
             found.kernels[name] += 1
-            found.kernel_us[name] += event.device_time
+            found.kernel_us[name] += 0 if is_communication(name) else event.device_time
         elif name.startswith("aten::") and not _called_by_an_op(event):
             found.ops[name] += 1
             found.syncs += name in HOST_READS and not cuda
         elif cuda and name in SYNCHRONIZING_CALLS:
             found.syncs += 1
     return found
+
+
+def is_communication(kernel: str) -> bool:
+    """NCCL's kernels (``ncclDevKernel_AllReduce_...``): a rank's part of a collective operation."""
+    return "nccl" in kernel.lower()
 
 
 def _called_by_an_op(event: Any) -> bool:
