@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 from trainperf.cli.main import main
+from trainperf.judge import stats
+from trainperf.measure.measurement import Measurement
 from trainperf.record.document import RunDocumentError, load
+from trainperf.record.result import CaseResult
 from trainperf.report import charts, headline, lines
 from trainperf.report.experiment import build_report
 from trainperf.report.pages import write_html, write_markdown
@@ -317,17 +320,29 @@ def test_compare_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     assert error == ""
 
 
-@pytest.mark.parametrize(("backend", "expected"), [("nccl", 0.9), ("gloo", None)])
-def test_scaling_efficiency_is_given_for_gpu_processes_only(backend: str, expected: float | None) -> None:
-    """Two GPUs at 1.8x their single-GPU reference scale at 90%; two CPU processes on shared cores have no
-    scaling efficiency to give."""
-    info = {"speedup": 1.8, "communication": {"processes": 2, "backend": backend}}
-    assert lines.scaling_efficiency(info) == expected
+@pytest.mark.parametrize(
+    ("backend", "samples", "expected"),
+    [("nccl", 32, (0.9, "strong")), ("nccl", 64, (0.9, "weak")), ("nccl", 48, (0.9, "other")), ("gloo", 32, None)],
+)
+def test_scaling_is_given_for_gpu_processes_only_and_named_by_the_batch_per_process(
+    backend: str, samples: int, expected: tuple[float, str] | None
+) -> None:
+    """Two GPUs at 1.8x their single-GPU reference (of 32 samples) scale at 90%: strong scaling where
+    they split its batch, weak where each keeps it. Two CPU processes on shared cores have none."""
+    measurement = Measurement([10.0], [0.0], [1.0], 0.9, 0.5, None, 1.0, 0.5, samples, None, 1, 1)
+    measurement.communication = {"processes": 2, "backend": backend}
+    result = CaseResult(
+        "w/ddp", "t", "w", "ddp", {}, "loss", measurement, stats.summarize([10.0]), 1.8, None, [], None,
+        reference_samples_per_iteration=32,
+    )  # fmt: skip
+    scaling = result.scaling
+    assert (None if scaling is None else (scaling["efficiency"], scaling["kind"])) == expected
 
 
 def data_parallel_entry(name: str, ddp: dict, peak_mib: int, **knobs: object) -> dict:
     communication = {"processes": 2, "backend": "nccl"}
-    info = {"speedup": 1.8, "communication": communication, "peak_memory_bytes": peak_mib * 2**20}
+    scaling = {"efficiency": 0.9, "kind": "strong"}
+    info = {"speedup": 1.8, "communication": communication, "scaling": scaling, "peak_memory_bytes": peak_mib * 2**20}
     return {"name": name, "extra_info": {**info, "knobs": {"ddp": ddp, **knobs}}}
 
 
@@ -340,8 +355,8 @@ def test_a_sharded_case_gives_its_peak_memory_per_gpu_against_plain_ddps() -> No
     fsdp = data_parallel_entry("gpt2_xl/fsdp_full_shard", {"fsdp": "full_shard"}, 22000)
     line = lines.communication_line(fsdp, [accumulating, other, ddp, fsdp])
     assert line.startswith("gpt2_xl/fsdp_full_shard: 2 nccl processes, peak 22,000 MiB per GPU (0.55x ddp's), ")
-    assert "peak 40,000 MiB per GPU, scaling" in lines.communication_line(ddp, [accumulating, other, ddp])
-    assert "per GPU, scaling" in lines.communication_line(fsdp, [accumulating, other])  # no plain DDP ran
+    assert "peak 40,000 MiB per GPU, strong scaling" in lines.communication_line(ddp, [accumulating, other, ddp])
+    assert "per GPU, strong scaling" in lines.communication_line(fsdp, [accumulating, other])  # no plain DDP ran
 
 
 def test_names_with_markup_pipes_and_control_characters_are_shown_safely(tmp_path: Path) -> None:

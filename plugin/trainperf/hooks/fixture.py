@@ -344,4 +344,5 @@ class TrainPerf:
             peak_flops=session.peak_flops,
             baseline_summary=None if stored is None else stats.summarize(stored.samples_ms),
             detection=policy.detection(optimization, stored, calls, measurement),
+            reference_samples_per_iteration=reference.samples_per_iteration,
         )

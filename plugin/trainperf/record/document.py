@@ -89,6 +89,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "warmup": m.warmup,
             "clocks": m.clocks,
             "communication": m.communication,
+            "scaling": result.scaling,
             "memory_snapshot": m.memory_snapshot,
             "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in result.checks],
             "verdict": result.verdict,

@@ -13,6 +13,10 @@ from trainperf.judge.policy import Detection
 from trainperf.measure.measurement import Measurement
 from trainperf.profile.profiler import CaseProfile
 
+# data-parallel processes on the CPU share this machine's cores (and the single-process reference had
+# them all): their speedup over it says nothing of how training scales
+CPU_BACKEND = "gloo"
+
 
 @dataclass
 class CaseResult:
@@ -34,6 +38,7 @@ class CaseResult:
     baseline_summary: stats.Summary | None = None  # the stored baseline's samples, summarized
     detection: Detection = field(default_factory=Detection)  # what the gate catches at its measured noise
     confirmation: dict[str, Any] | None = None  # the first measurement, when the case was measured again
+    reference_samples_per_iteration: int | None = None  # the reference's batch, for a data-parallel case's scaling
 
     @property
     def verdict(self) -> str:
@@ -59,6 +64,25 @@ class CaseResult:
         """Model FLOPs utilisation: achieved model FLOP/s over the device's dense bf16 peak."""
         achieved = self.achieved_flops
         return None if achieved is None or self.peak_flops is None else achieved / self.peak_flops
+
+    @property
+    def scaling(self) -> dict[str, Any] | None:
+        """A data-parallel case on GPUs: its speedup over the single-process reference per process, and
+        which scaling that is: "strong" where the processes split the reference's batch, "weak" where
+        each keeps it. None elsewhere, and on the CPU, where the processes share the reference's cores."""
+        figures = self.measurement.communication
+        if not figures or figures.get("backend") == CPU_BACKEND or self.speedup is None:
+            return None
+        processes = int(figures.get("processes", 1))
+        samples, reference = self.measurement.samples_per_iteration, self.reference_samples_per_iteration
+        kinds = {reference: "strong", None if reference is None else reference * processes: "weak"}
+        return {
+            "efficiency": self.speedup / processes,
+            "kind": kinds.get(samples, "other"),
+            "processes": processes,
+            "samples_per_process": samples / processes,
+            "reference_samples": reference,
+        }
 
     @property
     def baseline_delta(self) -> float | None:

@@ -6,7 +6,6 @@ from typing import Any
 
 from trainperf.judge import host_work_check
 from trainperf.record.result import CaseEntry
-from trainperf.report.lines import scaling_efficiency
 
 # a check's outcome as its property says it: a check that could not be made (a note) is "not judged"
 CHECK_OUTCOME = {True: "pass", False: "fail", None: "not judged"}
@@ -46,9 +45,10 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
     if figures is not None:
         processes = figures["processes"]
         found["trainperf_processes"] = processes
-        efficiency = scaling_efficiency(info)
-        if efficiency is not None:
-            found["trainperf_scaling_efficiency"] = round(efficiency, 4)
+        scaling = info.get("scaling")
+        if scaling is not None:
+            found["trainperf_scaling_efficiency"] = round(scaling["efficiency"], 4)
+            found["trainperf_scaling"] = scaling["kind"]
         found["trainperf_allreduce_busbw_gbs"] = round(figures["all_reduce_busbw_gbs"], 2)
         found["trainperf_comm_hidden_share"] = figures.get("hidden_share")
     if info["profile"] is not None:

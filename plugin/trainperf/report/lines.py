@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from trainperf.record.result import CaseEntry
+from trainperf.record.result import CPU_BACKEND, CaseEntry
 
 
 def training_log_line(entry: CaseEntry) -> str:
@@ -20,17 +19,11 @@ def training_log_line(entry: CaseEntry) -> str:
     )
 
 
-# Data-parallel processes on the CPU share this machine's cores (and the single-process reference had
-# them all): their speedup over it says nothing of how training scales.
-CPU_BACKEND = "gloo"
-
-
-def scaling_efficiency(info: dict[str, Any]) -> float | None:
-    """Speedup over the single-process reference per process; None on the CPU or without a speedup."""
-    figures = info["communication"] or {}
-    if info["speedup"] is None or figures.get("backend") == CPU_BACKEND:
-        return None
-    return float(info["speedup"]) / int(figures.get("processes", 1))
+SCALING = {
+    "strong": "the processes split the reference's batch",
+    "weak": "each process keeps the reference's batch",
+    "other": "the batch per process differs from the reference's",
+}
 
 
 def communication_line(entry: CaseEntry, entries: Sequence[CaseEntry] = ()) -> str:
@@ -42,9 +35,12 @@ def communication_line(entry: CaseEntry, entries: Sequence[CaseEntry] = ()) -> s
     parts = [f"{entry['name']}: {processes} {figures.get('backend', '')} processes"]
     if info.get("peak_memory_bytes"):
         parts.append(_peak_per_gpu(entry, plain_ddp(entries, entry["name"].split("/")[0])))
-    efficiency = scaling_efficiency(info)
-    if efficiency is not None:
-        parts.append(f"scaling efficiency {efficiency:.0%} of the single-process reference")
+    scaling = info.get("scaling")
+    if scaling is not None:
+        parts.append(
+            f"{scaling['kind']} scaling efficiency {scaling['efficiency']:.0%} of the single-process reference "
+            f"({SCALING[scaling['kind']]})"
+        )
     elif figures.get("backend") == CPU_BACKEND:
         parts.append("no scaling efficiency: CPU processes share this machine's cores")
     if figures.get("all_reduce_busbw_gbs") is not None:
