@@ -1,5 +1,6 @@
-"""Data-parallel cases under a launcher: torchrun's variables read, and two torchrun "nodes" (gloo,
-tiny sizes) giving the same cases, metrics and verdicts as the run that spawns its own processes."""
+"""Data-parallel cases under a launcher: torchrun's variables read, two torchrun "nodes" (gloo, tiny
+sizes) giving the same cases, metrics and verdicts as the run that spawns its own processes, and a node
+killed mid-run ending the other with its run document written."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def test_incomplete_or_wrong_variables_are_named() -> None:
         from_environment({**TORCHRUN, "RANK": "2"})
 
 
-def _pytest(report: Path, baselines: Path) -> list[str]:
-    return ["-m", "pytest", "perf_tests/test_ddp.py", *CASES, "-p", "no:cacheprovider", "-q", "--perf-device=cpu",
+def _pytest(report: Path, baselines: Path, cases: tuple[str, ...] = CASES) -> list[str]:
+    return ["-m", "pytest", "perf_tests/test_ddp.py", *cases, "-p", "no:cacheprovider", "-q", "--perf-device=cpu",
             f"--baseline-dir={baselines}", f"--perf-report={report}", "-W", "ignore::DeprecationWarning"]  # fmt: skip
 
 
@@ -47,23 +48,50 @@ def _cases(report: Path) -> dict[str, tuple[str, float]]:
     return {case["name"]: (case["extra_info"]["verdict"], case["extra_info"]["metric"]) for case in run["benchmarks"]}
 
 
-@pytest.mark.slow
-def test_two_torchrun_nodes_train_the_cases_as_the_spawned_run_does(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN} | {"OMP_NUM_THREADS": "1"}
-    spawned = subprocess.run([sys.executable, *_pytest(tmp_path / "spawned", tmp_path / "bl")], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
-    assert spawned.returncode == 0, spawned.stdout[-3000:]
+def _environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in TORCHRUN} | {"OMP_NUM_THREADS": "1"}
+
+
+def _two_nodes(command: list[str], env: dict[str, str]) -> tuple[list[subprocess.Popen[str]], list[str]]:
+    """``torchrun --nnodes=2 ... command`` started twice, as node 0 and node 1 of one host; their logs."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
               f"--rdzv-endpoint=127.0.0.1:{port}"]  # fmt: skip
-    command = _pytest(tmp_path / "launched", tmp_path / "bl")  # torchrun -m pytest ...: pytest as a module
     out = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
     nodes = [subprocess.Popen([*launch, f"--node-rank={rank}", *command], cwd=ROOT, env=env, **out) for rank in (0, 1)]
-    logs = [node.communicate(timeout=600)[0] for node in nodes]
+    return nodes, [node.communicate(timeout=600)[0] for node in nodes]
+
+
+@pytest.mark.slow
+def test_two_torchrun_nodes_train_the_cases_as_the_spawned_run_does(tmp_path: Path) -> None:
+    env = _environment()
+    spawned = subprocess.run([sys.executable, *_pytest(tmp_path / "spawned", tmp_path / "bl")], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert spawned.returncode == 0, spawned.stdout[-3000:]
+    # torchrun -m pytest ...: pytest as a module
+    nodes, logs = _two_nodes(_pytest(tmp_path / "launched", tmp_path / "bl"), env)
     assert [node.returncode for node in nodes] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
     assert "2 gloo processes" in logs[0] and "rank 1 of 2: rank 0 writes the run document" in logs[1]
     launched, alone = _cases(tmp_path / "launched"), _cases(tmp_path / "spawned")
     assert launched == alone  # the same cases, verdicts and held-out metric to the last digit
     assert set(alone) == {"gpt2_ddp/ddp_reference", "gpt2_ddp/no_sync_accumulation"}
+
+
+@pytest.mark.slow
+def test_a_node_killed_mid_run_ends_the_other_with_one_line_and_its_finished_cases_written(tmp_path: Path) -> None:
+    """Rank 1 is killed in its second case: rank 0 fails that case with one line, runs no other, and its
+    run document keeps the first case and names the one that did not finish."""
+    env = _environment() | {"PYTHONPATH": str(ROOT / "tests")}
+    three = ("-k", "ddp_reference or bucket_cap or static_graph")
+    command = [*_pytest(tmp_path / "launched", tmp_path / "bl", three), "-p", "kill_rank"]
+    nodes, logs = _two_nodes(command, env)
+    assert nodes[0].returncode != 0 and nodes[1].returncode != 0
+    stop = "Interrupted: trainperf: gpt2_ddp/bucket_cap failed in the launcher's group; its other cases cannot run"
+    assert stop in logs[0], logs[0][-3000:]
+    failures = [line for line in logs[0].splitlines() if "data-parallel run failed: rank 0:" in line]
+    assert failures and all(line.startswith("gpt2_ddp/bucket_cap") for line in failures)
+    run = json.loads((tmp_path / "launched" / "run.json").read_text())
+    assert [case["name"] for case in run["benchmarks"]] == ["gpt2_ddp/ddp_reference"]
+    assert [case["name"] for case in run["unfinished"]] == ["gpt2_ddp/bucket_cap"]

@@ -44,6 +44,7 @@ class TrainPerf:
     # what selects this test in a child pytest: its file's path and its name in it (a node id names a file
     # outside the rootdir as "::name", which pytest refuses); the node id where empty
     selector: str = ""
+    stop_session: Callable[[str], None] | None = None  # ends the session after this test, saying why
 
     def run(
         self, workload: Workload, optimization: Optimization, reference: Optimization | None = None
@@ -271,9 +272,12 @@ class TrainPerf:
         report = self.session.settings.report
         keep = None if report is None else case_folder(report / "data-parallel", spec.key)
         try:
-            return distributed.run_case(spec, keep)
+            return distributed.run_case(spec, keep, self._limit_s(spec))
         except distributed.DistributedError as error:
             failure = str(error)
+        if self.session.launch is not None and self.stop_session is not None:
+            # the launcher's group cannot train another case once a rank failed in it
+            self.stop_session(f"trainperf: {spec.key} failed in the launcher's group; its other cases cannot run")
         pytest.fail(f"{spec.key}: data-parallel run failed: {failure}", pytrace=False)
 
     def _reference(self, spec: CaseSpec, measurement: Measurement, declared: Optimization) -> Measurement:
@@ -287,10 +291,14 @@ class TrainPerf:
             self.session.references[slot] = self._limited(spec.but(declared))
         return self.session.references[slot]
 
-    def _limited(self, spec: CaseSpec) -> Measurement:
-        """``run_case(spec)`` under the case's time limit: --perf-timeout, the marker's, or the default."""
+    def _limit_s(self, spec: CaseSpec) -> float:
+        """The case's time limit: --perf-timeout, the marker's, or the default."""
         default = time_limit.default_limit_s(spec.warmup, spec.iters)
-        seconds = next(x for x in (self.session.settings.timeout, self.marker_timeout, default) if x is not None)
+        return next(x for x in (self.session.settings.timeout, self.marker_timeout, default) if x is not None)
+
+    def _limited(self, spec: CaseSpec) -> Measurement:
+        """``run_case(spec)`` under the case's time limit."""
+        seconds = self._limit_s(spec)
         why = time_limit.unavailable()
         if why is not None:
             self.session.note(f"no per-case time limit: {why}")

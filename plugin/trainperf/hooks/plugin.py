@@ -142,8 +142,20 @@ def trainperf(request: pytest.FixtureRequest, record_property: Callable[[str, ob
     iters, warmup, timeout = _marked(request.node)
     session = request.config.stash[SESSION_KEY].get()
     late = request.config.pluginmanager.get_plugin(PLUGIN_NAME) if session.launch is None else None
+
+    def stop_session(why: str) -> None:
+        request.session.shouldstop = why
+
     return TrainPerf(
-        session, request.node.nodeid, iters, warmup, record_property, timeout, late, selector(request.node)
+        session,
+        request.node.nodeid,
+        iters,
+        warmup,
+        record_property,
+        timeout,
+        late,
+        selector(request.node),
+        stop_session,
     )
 
 
@@ -199,6 +211,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         sigterm = session.config.stash.get(SIGTERM_KEY, None)
         if sigterm is not None and sigterm.received:
             lazy.session.note("stopped by SIGTERM (a time limit or the runner): the cases that finished are reported")
+        elif exitstatus == pytest.ExitCode.INTERRUPTED and isinstance(session.shouldstop, str):
+            lazy.session.note(
+                f"stopped ({session.shouldstop.removeprefix('trainperf: ')}): the cases that finished are reported"
+            )
         elif exitstatus == pytest.ExitCode.INTERRUPTED:
             lazy.session.note("interrupted (Ctrl-C or SIGINT): the cases that finished are reported")
         late = session.config.pluginmanager.get_plugin(PLUGIN_NAME)

@@ -4,7 +4,11 @@ case trains what the single-process case of the same global batch trains. Rank 0
 failure reaches the test's message; no process outlives the case.
 
 Started by a launcher (torchrun, ``srun torchrun``: ``trainperf.measure.launcher``), each pytest process is one
-rank: the cases train in the launcher's group, which may span hosts, instead of spawning processes."""
+rank: the cases train in the launcher's group, which may span hosts, instead of spawning processes. A
+rank that dies leaves the others waiting inside a collective operation, where no Python signal reaches
+them: the group's collectives time out at the case's time limit, and NCCL's communicators are then
+aborted without ending the process (``TORCH_NCCL_ASYNC_ERROR_HANDLING=2`` unless set otherwise), so that
+the rank fails its case with one line and the session ends with its run document written."""
 
 from __future__ import annotations
 
@@ -35,6 +39,9 @@ from trainperf.spec.case import CaseSpec
 
 CPU_PROCESSES = 2
 TIMEOUT_S = 900.0
+# in a launcher's group, a collective that times out aborts NCCL's communicators and raises in the rank,
+# instead of ending the process (PyTorch's default), which would leave no run document
+LAUNCHED_ERROR_HANDLING = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"}
 ALL_REDUCE_REPEATS = 5
 # NVLink multicast stays off unless the environment turns it on: on a host whose GPUs others share, a
 # program using it can take them out of service; NCCL then picks its ring and tree algorithms
@@ -74,7 +81,7 @@ def run_case(spec: CaseSpec, keep: Path | None = None, timeout_s: float = TIMEOU
     Raises DistributedError naming every rank that failed. Under a launcher, this process is its rank."""
     launch = launched()
     if launch is not None:
-        return _run_launched(spec, launch, keep)
+        return _run_launched(spec, launch, keep, timeout_s)
     world = world_size(spec.device)
     with tempfile.TemporaryDirectory(prefix="trainperf-ddp-") as name:
         folder = Path(name)
@@ -163,13 +170,17 @@ def _steps_on_host(spec: CaseSpec) -> bool:
     return bool((spec.optimization.ddp or {}).get("cpu_offload"))
 
 
-def _run_launched(spec: CaseSpec, launch: launcher.Launch, keep: Path | None) -> Measurement:
+def _run_launched(spec: CaseSpec, launch: launcher.Launch, keep: Path | None, timeout_s: float) -> Measurement:
     """This process as rank ``launch.rank`` of the launcher's group, joined at the first data-parallel
-    case and kept for the session; every rank returns its own measurement, rank 0's is the one reported."""
+    case and kept for the session, its collectives timing out after ``timeout_s``; every rank returns its
+    own measurement, rank 0's is the one reported."""
     device = _rank_device(spec.device, launch.local_rank)
     try:
         if not dist.is_initialized():
-            _join_group(device, launch.rank, launch.world)  # env://: the launcher's MASTER_ADDR and MASTER_PORT
+            for name, value in LAUNCHED_ERROR_HANDLING.items():
+                os.environ.setdefault(name, value)
+            # env://: the launcher's MASTER_ADDR and MASTER_PORT
+            _join_group(device, launch.rank, launch.world, timeout_s)
         return _train(spec, device, keep or Path(tempfile.mkdtemp(prefix="trainperf-ddp-")))
     except Exception as failure:
         raise DistributedError(f"rank {launch.rank}: {type(failure).__name__}: {first_line(failure, 300)}") from failure
@@ -188,11 +199,11 @@ def _rank_device(device: torch.device, local_rank: int) -> torch.device:
     return torch.device("cuda", local_rank)
 
 
-def _join_group(device: torch.device, rank: int, world: int) -> None:
+def _join_group(device: torch.device, rank: int, world: int, timeout_s: float = 300.0) -> None:
     for name, value in MULTICAST_OFF.items():
         os.environ.setdefault(name, value)
     backend = "nccl" if device.type == "cuda" else "gloo"
-    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=300))
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
 
 
 def _train(spec: CaseSpec, device: torch.device, folder: Path) -> Measurement:
