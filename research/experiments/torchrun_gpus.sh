@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The data-parallel file on one host's GPUs three ways: spawned by the plugin; through torchrun as two
 # "nodes" of one GPU each (CUDA_VISIBLE_DEVICES=K); and two nodes again with rank 1 killed in its
-# second case (tests/kill_rank.py) under --perf-timeout=$KILL_TIMEOUT. Packs the logs and run
-# documents into $OUT/NAME.tar.gz and prints each run's exit status and seconds.
+# second case (tests/kill_rank.py) under --perf-timeout=$KILL_TIMEOUT; or (one_node) one torchrun
+# of two processes that both see both GPUs. PARTS names the runs (default: spawned launched killed).
+# Packs the logs and run documents into $OUT/NAME.tar.gz and prints each run's exit status and seconds.
 #   research/experiments/torchrun_gpus.sh NAME [PYTEST_ARGS...]
 set -uo pipefail
 name=$1
@@ -30,13 +31,23 @@ two_nodes() { # LABEL PYTEST_ARGS...: torchrun --nnodes=2 on this host, node K o
   echo "$label node 1: exit $? at $((SECONDS - start)) s"
 }
 
+parts=" ${PARTS:-spawned launched killed} "
 start=$SECONDS
-timeout -s INT -k 30 "${LIMIT:-300}" python3 -m pytest "${common[@]}" --perf-report="$dir/spawned" "$@" \
-  >"$dir/spawned.log" 2>&1
-echo "spawned: exit $? at $((SECONDS - start)) s"
-two_nodes launched "$@"
-export PYTHONPATH=$PWD/tests:$PYTHONPATH KILL_RANK_LOG=$dir/killed.at
-two_nodes killed -k "ddp_reference or bucket_cap or static_graph" \
-  --perf-timeout="${KILL_TIMEOUT:-60}" -p kill_rank
-echo "rank 1 killed at $(cat "$dir/killed.at" 2>/dev/null)"
+if [[ $parts == *" spawned "* ]]; then
+  timeout -s INT -k 30 "${LIMIT:-300}" python3 -m pytest "${common[@]}" --perf-report="$dir/spawned" "$@" \
+    >"$dir/spawned.log" 2>&1
+  echo "spawned: exit $? at $((SECONDS - start)) s"
+fi
+[[ $parts == *" launched "* ]] && two_nodes launched "$@"
+if [[ $parts == *" one_node "* ]]; then
+  start=$SECONDS
+  timeout -k 30 "${LIMIT:-300}" python3 -m torch.distributed.run --nproc-per-node=2 --standalone -m pytest \
+    "${common[@]}" --perf-report="$dir/one_node" "$@" >"$dir/one_node.log" 2>&1
+  echo "one_node: exit $? at $((SECONDS - start)) s"
+fi
+if [[ $parts == *" killed "* ]]; then
+  export PYTHONPATH=$PWD/tests:$PYTHONPATH KILL_RANK_LOG=$dir/killed.at
+  two_nodes killed -k "ddp_reference or bucket_cap or static_graph" --perf-timeout="${KILL_TIMEOUT:-60}" -p kill_rank
+  echo "rank 1 killed at $(cat "$dir/killed.at" 2>/dev/null)"
+fi
 tar -czf "$OUT/$name.tar.gz" -C "$dir/.." --exclude='trace.json' --exclude='*.json.gz' "$name"

@@ -7,8 +7,9 @@ Started by a launcher (torchrun, ``srun torchrun``: ``trainperf.measure.launcher
 rank: the cases train in the launcher's group, which may span hosts, instead of spawning processes. A
 rank that dies leaves the others waiting inside a collective operation, where no Python signal reaches
 them: the group's collectives time out at the case's time limit, and NCCL's communicators are then
-aborted without ending the process (``TORCH_NCCL_ASYNC_ERROR_HANDLING=2`` unless set otherwise), so that
-the rank fails its case with one line and the session ends with its run document written."""
+aborted without ending the process (``TORCH_NCCL_ASYNC_ERROR_HANDLING=2``; torchrun's own default, 1,
+ends it, often before the run document is written), so that the rank fails its case with one line and
+the session ends with its run document written, leaving the broken group without a last collective."""
 
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ from trainperf.spec.case import CaseSpec
 CPU_PROCESSES = 2
 TIMEOUT_S = 900.0
 # in a launcher's group, a collective that times out aborts NCCL's communicators and raises in the rank,
-# instead of ending the process (PyTorch's default), which would leave no run document
+# instead of ending the process (torchrun sets 1), which would leave no run document
 LAUNCHED_ERROR_HANDLING = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"}
+_failed_in_group: list[str] = []  # the launched cases that failed in the group: it cannot be left cleanly
 ALL_REDUCE_REPEATS = 5
 # NVLink multicast stays off unless the environment turns it on: on a host whose GPUs others share, a
 # program using it can take them out of service; NCCL then picks its ring and tree algorithms
@@ -177,18 +179,19 @@ def _run_launched(spec: CaseSpec, launch: launcher.Launch, keep: Path | None, ti
     device = _rank_device(spec.device, launch.local_rank)
     try:
         if not dist.is_initialized():
-            for name, value in LAUNCHED_ERROR_HANDLING.items():
-                os.environ.setdefault(name, value)
+            os.environ.update(LAUNCHED_ERROR_HANDLING)
             # env://: the launcher's MASTER_ADDR and MASTER_PORT
             _join_group(device, launch.rank, launch.world, timeout_s)
         return _train(spec, device, keep or Path(tempfile.mkdtemp(prefix="trainperf-ddp-")))
     except Exception as failure:
+        _failed_in_group.append(spec.key)
         raise DistributedError(f"rank {launch.rank}: {type(failure).__name__}: {first_line(failure, 300)}") from failure
 
 
 def leave_group() -> None:
-    """At the end of a launched session: leave the launcher's group if a data-parallel case joined it."""
-    if dist.is_available() and dist.is_initialized():
+    """At the end of a launched session: leave the launcher's group if a data-parallel case joined it,
+    unless a case failed in it: another rank may be gone, and leaving would wait for it."""
+    if dist.is_available() and dist.is_initialized() and not _failed_in_group:
         dist.destroy_process_group()
 
 
