@@ -151,3 +151,21 @@ def test_a_ranks_communication_kernels_are_counted_but_their_waiting_is_not_kern
     counted = work._median([work._read(events, cuda=True)] * 3, cuda=True)
     assert counted.kernels == 3 and counted.kernel_ms == 1.2
     assert counted.kernels_by_name == {"ampere_bf16_gemm": [2, 1.2], nccl: [1, 0.0]}
+
+
+def test_a_data_parallel_cases_kernel_time_is_noted_not_judged_while_its_counts_are() -> None:
+    """A rank's GEMMs slowed by communication kernels waiting beside them: not a change of the code."""
+    from trainperf import Optimization
+    from trainperf.judge import policy
+    from trainperf.measure.measurement import Measurement
+
+    recorded = [{"ops": 1066, "syncs": 0, "copies": 0, "kernels": 1015, "kernel_ms": 32.3, "sm_clock_mhz": 1980.0}]
+    now = {**recorded[0], "kernel_ms": 37.7}
+    measurement = Measurement([50.0], [0.0], [1.0], 5.3, 10.0, None, 1.0, 0.5, 32, None, 1, 1, work=[now])
+    for ddp, passed in (({}, None), (None, False)):
+        figures = policy.Figures(
+            "w/ddp", Optimization("ddp", ddp=ddp), None, measurement, measurement, 1.0, None, None, None, "cuda",
+            True, recorded,
+        )  # type: ignore[arg-type]  # fmt: skip
+        judged = {check.name: check for run in (policy._work, policy._kernel_time) if (check := run(figures))}
+        assert judged[CheckName.WORK].passed is True and judged[CheckName.KERNEL_TIME].passed is passed
