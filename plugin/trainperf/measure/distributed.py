@@ -185,7 +185,16 @@ def _run_launched(spec: CaseSpec, launch: launcher.Launch, keep: Path | None, ti
         return _train(spec, device, keep or Path(tempfile.mkdtemp(prefix="trainperf-ddp-")))
     except Exception as failure:
         _failed_in_group.append(spec.key)
+        _abort_group()
         raise DistributedError(f"rank {launch.rank}: {type(failure).__name__}: {first_line(failure, 300)}") from failure
+
+
+def _abort_group() -> None:
+    """Abort the group's communicators at once: a collective still queued on the GPU would otherwise wait
+    for a rank that is gone until its own timeout."""
+    abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
+    if abort is not None and dist.is_initialized():
+        abort()
 
 
 def leave_group() -> None:
