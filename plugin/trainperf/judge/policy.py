@@ -103,8 +103,8 @@ def _kernel_time(f: Figures) -> Check | None:
     return work_check.kernel_time_check(f.key, now, f.stored_work, f.floor)
 
 
-# a rank's compute kernels run beside communication kernels that wait, holding SMs, for the other ranks:
-# on two H200s a compiled DDP case's GEMMs took 16.7% longer in one process than where recorded
+# a rank's compute kernels run beside communication kernels that wait, holding SMs, for the other ranks
+# (research/evidence/h200x2-work-and-torchrun.md)
 DATA_PARALLEL_KERNEL_TIME = (
     "kernel time not judged: a data-parallel rank's kernels share the GPU with communication kernels that "
     "wait for the other ranks, so their time moves with how far the ranks drift apart"
