@@ -175,7 +175,9 @@ def stopped_after_the_variant(pytester: pytest.Pytester, stop: str) -> None:
     """Two recorded cases made slower: toy/reference looks slower and waits for the end of the session,
     and the statement ``stop`` runs once toy/variant has been measured and judged."""
     two_cases(pytester, '{"sleep_ms": 10.0}')
-    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(
+        passed=2
+    )  # a baseline to slow against
     two_cases(pytester, '{"sleep_ms": 40.0}')
     pytester.makeconftest(
         "import os, signal\n"
@@ -211,7 +213,9 @@ def test_sigterm_during_the_second_measurement_ends_the_session_quietly(pytester
     """Stopped while a held case is measured again at the end: the case is named unjudged, with no
     warning from pytest's hook machinery about a hook that raised."""
     two_cases(pytester, '{"sleep_ms": 10.0}')
-    pytester.runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(
+        passed=2
+    )  # a baseline to slow against
     two_cases(pytester, '{"sleep_ms": 40.0}')
     pytester.makeconftest(
         "import os, signal\n"
@@ -251,7 +255,7 @@ def test_a_session_killed_outright_keeps_the_cases_it_finished(pytester: pytest.
 @pytest.mark.slow
 def test_a_session_that_ends_rewrites_its_run_document_whole(pytester: pytest.Pytester) -> None:
     two_cases(pytester, '{"sleep_ms": 10.0}')
-    pytester.runpytest(*BASE, "--update-baselines", "--perf-report=out").assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1", "--perf-report=out").assert_outcomes(passed=2)
     document = json.loads((pytester.path / "out" / "run.json").read_text())
     assert document["finished"] is True and document["unfinished"] == []
     assert [case["name"] for case in document["benchmarks"]] == ["toy/reference", "toy/variant"]
