@@ -40,12 +40,6 @@ from trainperf.spec.case import CaseSpec
 
 CPU_PROCESSES = 2
 TIMEOUT_S = 900.0
-# in a launcher's group, a collective that times out aborts NCCL's communicators and raises in the rank,
-# instead of ending the process (torchrun sets 1), which would leave no run document
-LAUNCHED_ERROR_HANDLING = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"}
-# NCCL's watchdog otherwise waits to dump its debug information before it aborts the communicators,
-# keeping the other ranks well past the case's time limit
-LAUNCHED_NO_DUMP = {"TORCH_NCCL_DUMP_ON_TIMEOUT": "0"}
 _failed_in_group: list[str] = []  # the launched cases that failed in the group: it cannot be left cleanly
 ALL_REDUCE_REPEATS = 5
 # NVLink multicast stays off unless the environment turns it on: on a host whose GPUs others share, a
@@ -182,9 +176,11 @@ def _run_launched(spec: CaseSpec, launch: launcher.Launch, keep: Path | None, ti
     device = _rank_device(spec.device, launch.local_rank)
     try:
         if not dist.is_initialized():
-            os.environ.update(LAUNCHED_ERROR_HANDLING)
-            for name, value in LAUNCHED_NO_DUMP.items():
-                os.environ.setdefault(name, value)
+            # a collective that times out aborts NCCL's communicators and raises here, instead of ending
+            # the process (torchrun sets 1), which would leave no run document
+            os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "2"
+            # NCCL's watchdog otherwise dumps its debug information first, past the case's time limit
+            os.environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "0")
             # env://: the launcher's MASTER_ADDR and MASTER_PORT
             _join_group(device, launch.rank, launch.world, timeout_s)
         return _train(spec, device, keep or Path(tempfile.mkdtemp(prefix="trainperf-ddp-")))
