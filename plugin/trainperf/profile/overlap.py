@@ -1,7 +1,6 @@
-"""How much of a data-parallel iteration's communication hides behind its computation. Pure: pandas,
-and the work counter's rule of which kernels communicate.
+"""How much of a data-parallel iteration's communication hides behind its computation. Pure: pandas only.
 
-Communication kernels are NCCL's (``measure/work.py``); everything else on the GPU is computation.
+Communication kernels are NCCL's (``nccl`` in the name); everything else on the GPU is computation.
 The hidden share is the time NCCL kernels ran while some computation kernel ran too, over all the
 time NCCL kernels ran.
 """
@@ -10,11 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from trainperf.measure import work
-
 
 def is_communication(names: pd.Series) -> pd.Series:
-    return names.map(work.is_communication).astype(bool)
+    return names.str.contains("nccl", case=False, regex=False)
 
 
 def merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
