@@ -15,6 +15,7 @@ import pytest
 from trainperf.cli.main import main
 from trainperf.judge import stats
 from trainperf.measure.measurement import Measurement
+from trainperf.record import document
 from trainperf.record.document import RunDocumentError, load
 from trainperf.record.result import CaseResult
 from trainperf.report import charts, headline, lines
@@ -275,6 +276,8 @@ def test_kernels_without_flops_stand_against_the_dram_roof_and_rates_read_at_a_g
         (lambda case: case["extra_info"].update(host_calls=[0]), "'extra_info.host_calls' must be a list of positive"),
         (lambda case: case["extra_info"].update(host_step_calls="9"), "'extra_info.host_step_calls' must be a list"),
         (lambda case: case["extra_info"].update(host_fetch_calls=[-1]), "'extra_info.host_fetch_calls' must be a"),
+        (lambda case: case["extra_info"].update(mfu=float("nan")), "'extra_info.mfu' must be a number or null"),
+        (lambda case: case["extra_info"].update(work=[{"ops": "9"}]), "'extra_info.work' must be a list of objects"),
     ],
 )
 def test_a_case_of_the_wrong_types_is_one_line_naming_the_file_and_field(
@@ -288,6 +291,20 @@ def test_a_case_of_the_wrong_types_is_one_line_naming_the_file_and_field(
         assert main(argv) == 2
         error = capsys.readouterr().err
         assert error.startswith(f"trainperf: {path}: ") and message in error and error.count("\n") == 1
+
+
+def test_the_published_schema_is_valid_and_every_committed_run_document_meets_it() -> None:
+    """docs/schema/run-document.schema.json is what the reports validate with, for users' tools too."""
+    import jsonschema
+
+    root = Path(__file__).resolve().parents[1]
+    schema = json.loads((root / "docs" / "schema" / "run-document.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    committed = [*DATA.glob("*.run.json"), *(root / "research" / "evidence" / "data").rglob("*.run.json")]
+    assert len(committed) > 10
+    for path in committed:
+        jsonschema.validate(json.loads(path.read_text()), schema, cls=jsonschema.Draft202012Validator)
+    assert schema == json.loads(document.SCHEMA_FILE.read_text())
 
 
 def test_compare_without_cases_and_a_report_into_a_file_are_one_line_each(

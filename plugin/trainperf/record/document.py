@@ -9,6 +9,7 @@ JUnit, HTML and Markdown. Several runs' documents merge: a case keeps its latest
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib.metadata
 import json
 import math
@@ -30,14 +31,7 @@ if TYPE_CHECKING:
     from trainperf.record.session import PerfSession
 
 
-REQUIRED = ("name", "group", "stats", "extra_info")
-WORK_FIGURES = ("ops", "syncs", "copies", "kernels", "kernel_ms")  # what the cases table reads of the work
 RECORDED = "recorded_baselines"  # the run document's key of the baseline entries it recorded
-REQUIRED_INFO = ("summary_ms", "speedup", "samples_per_second", "metric", "verdict")
-# figures the reports read where present
-OPTIONAL_NUMBERS = ("peak_memory_bytes", "baseline_median_ms", "mfu", "first_step_s", "reader_share",
-                    "min_detectable_slowdown", "slowdown_caught_9_in_10", "min_detectable_host_work",
-                    "fp8_flop_share")  # fmt: skip
 
 
 def case_entry(result: CaseResult) -> CaseEntry:
@@ -152,96 +146,88 @@ class RunDocument:
 
 
 def load(path: Path) -> RunDocument:
-    """Read and check one run document."""
+    """Read one run document and check it against its published JSON Schema (``docs/schema``): the
+    fields every report reads, of the types it reads them as; the error names the file and the field."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise RunDocumentError(f"{path}: cannot read it ({error.strerror or error})") from None
     except ValueError as error:
         raise RunDocumentError(f"{path}: not JSON ({error})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise RunDocumentError(f"{path}: not a trainperf run document (no 'benchmarks' list)")
-    notes = data.get("notes", [])
-    if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
-        raise RunDocumentError(f"{path}: 'notes' must be a list of strings")
-    unfinished = data.get("unfinished", [])
-    if not isinstance(unfinished, list) or not all(_unfinished_case(case) for case in unfinished):
-        raise RunDocumentError(f"{path}: 'unfinished' must be a list of objects with string name, verdict, reason")
-    for index, case in enumerate(data["benchmarks"]):
-        _check_case(path, index, case)
+    from jsonschema.exceptions import best_match
+
+    problem = best_match(_validator().iter_errors(data))
+    if problem is not None:
+        raise RunDocumentError(f"{path}: {_problem(problem, data)}")
     return RunDocument(path, data)
 
 
-def _check_case(path: Path, index: int, case: Any) -> None:
-    """The fields every report reads, of the types it reads them as; the error names file and field."""
-    where = f"{path}: benchmarks[{index}]"
-    if not isinstance(case, dict):
-        raise RunDocumentError(f"{where} must be an object")
-    missing = [key for key in REQUIRED if key not in case]
-    info = case.get("extra_info")
-    missing += [f"extra_info.{key}" for key in REQUIRED_INFO if not isinstance(info, dict) or key not in info]
-    if missing:
-        raise RunDocumentError(f"{path}: case {case.get('name', f'benchmarks[{index}]')} lacks {', '.join(missing)}")
-    assert isinstance(info, dict)
-    summary, metric = info["summary_ms"], info["metric"]
-    wrong = [
-        ("'name' must be a string", isinstance(case["name"], str)),
-        ("'group' must be a string", isinstance(case["group"], str)),
-        ("'extra_info.summary_ms' must be an object", isinstance(summary, dict)),
-        ("'extra_info.summary_ms.median' must be a positive number", _positive(_get(summary, "median"))),
-        ("'extra_info.summary_ms.iqr' must be a number", _number(_get(summary, "iqr"))),
-        ("'extra_info.speedup' must be a number or null", info["speedup"] is None or _number(info["speedup"])),
-        ("'extra_info.samples_per_second' must be a number", _number(info["samples_per_second"])),
-        ("'extra_info.metric' must be an object", isinstance(metric, dict)),
-        ("'extra_info.metric' needs 'name' and a numeric 'value'", _metric(metric)),
-        ("'extra_info.verdict' must be a string", isinstance(info["verdict"], str)),
-    ]
-    wrong += [
-        (f"'extra_info.{key}' must be a number or null", _optional_number(info.get(key))) for key in OPTIONAL_NUMBERS
-    ]
-    wrong.append(("'extra_info.sample_unit' must be a string", isinstance(info.get("sample_unit", ""), str)))
-    for key in ("host_calls", "host_step_calls", "host_fetch_calls"):  # absent where written before counted
-        wrong.append((f"'extra_info.{key}' must be a list of positive numbers", _positive_list(info.get(key, []))))
-    wrong.append(("'extra_info.work' must be a list of objects of counts", _work(info.get("work", []))))
-    for message, holds in wrong:
-        if not holds:
-            raise RunDocumentError(f"{where}: {message}")
+SCHEMA_FILE = Path(__file__).with_name("run-document.schema.json")  # published as docs/schema/
 
 
-def _work(work: Any) -> bool:
-    """The work counted per run (absent where written before it was): objects whose counts the cases
-    table reads are numbers or null."""
-    return isinstance(work, list) and all(
-        isinstance(run, dict) and all(_optional_number(run.get(key)) for key in WORK_FIGURES) for run in work
-    )
+@functools.cache
+def _validator() -> Any:
+    """The schema's validator, where a number is finite: Python's JSON reads NaN and Infinity, JSON has neither."""
+    import jsonschema  # on first use: a session that reads no run document does not pay its import
+
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER
+    finite = checker.redefine("number", lambda _, value: _number(value))
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=finite)
+    return validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
 
 
-def _optional_number(value: Any) -> bool:
-    return value is None or _number(value)
+def _problem(error: Any, data: Any) -> str:
+    """What is wrong, in the words of the schema's descriptions, at the field that holds it."""
+    where = list(error.absolute_path)
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        return "not a trainperf run document (no 'benchmarks' list)"
+    if where[:1] != ["benchmarks"]:
+        return f"{_field(where[:1])!r} must be {_description(where[:1])}"
+    if len(where) == 1:
+        return "'benchmarks' must be a list of cases"
+    index, field = where[1], where[2:]
+    case = data["benchmarks"][index]
+    if error.validator == "required" and isinstance(case, dict):
+        name = case.get("name") if isinstance(case.get("name"), str) else f"benchmarks[{index}]"
+        missing = [_field([*field, key]) for key in error.validator_value if key not in error.instance]
+        return f"case {name} lacks {', '.join(missing)}"
+    if not field:
+        return f"benchmarks[{index}] must be an object"
+    described = _described_prefix(where)
+    return f"benchmarks[{index}]: {_field(described[2:])!r} must be {_description(described)}"
 
 
-def _unfinished_case(case: Any) -> bool:
-    return isinstance(case, dict) and all(isinstance(case.get(key), str) for key in ("name", "verdict", "reason"))
+def _field(where: list[Any]) -> str:
+    return ".".join(str(step) for step in where)
 
 
-def _get(mapping: Any, key: str) -> Any:
-    return mapping.get(key) if isinstance(mapping, dict) else None
+def _node(where: list[Any]) -> dict[str, Any]:
+    """The schema of the value at ``where`` in a run document, ``$ref`` followed."""
+    schema: dict[str, Any] = _validator().schema
+    node = schema
+    for step in where:
+        node = node["items"] if isinstance(step, int) else node.get("properties", {}).get(step, {})
+        if "$ref" in node:
+            node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def _described_prefix(where: list[Any]) -> list[Any]:
+    """The longest part of the path to a field whose schema says what it must be, no list index in it:
+    a list is named as a whole."""
+    listed = next((i for i, step in enumerate(where[2:], 2) if isinstance(step, int)), len(where))
+    for end in range(listed, 2, -1):
+        if "description" in _node(where[:end]):
+            return where[:end]
+    return where[:3]
+
+
+def _description(where: list[Any]) -> str:
+    return str(_node(where).get("description", "what docs/schema/run-document.schema.json says"))
 
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _positive(value: Any) -> bool:
-    return _number(value) and value > 0
-
-
-def _positive_list(values: Any) -> bool:
-    return isinstance(values, list) and all(_positive(value) for value in values)
-
-
-def _metric(metric: Any) -> bool:
-    return isinstance(metric, dict) and isinstance(metric.get("name"), str) and _number(metric.get("value"))
 
 
 def merged_cases(documents: list[RunDocument]) -> list[dict[str, Any]]:
