@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from trainperf.record.result import CaseEntry
-from trainperf.report.experiment import profile_view
-from trainperf.report.pages import table_html
 
 
 def extras_for(entry: CaseEntry) -> list[dict[str, Any]]:
@@ -34,6 +32,10 @@ def _profile_extras(entry: CaseEntry) -> list[dict[str, Any]]:
         return []
     if "tool" not in profile:
         return [extras.html(f"<p>trainperf: no profile ({html.escape(str(profile['error']))})</p>")]
+    # the views import matplotlib: only a profiled row pays for it, not every pytest-html run
+    from trainperf.report.experiment import profile_view
+    from trainperf.report.pages import table_html
+
     view = profile_view(entry, "profiled")
     unit = str(view.top.columns[1])
     table = table_html(view.top.drop(columns="full name"), name_column=unit)
