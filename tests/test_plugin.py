@@ -586,7 +586,7 @@ def test_xdist_workers_updating_baselines_at_once_lose_no_entry(toy_suite) -> No
     """Two workers rewrite the same device file at the same time: the lock keeps both cases."""
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
     pytester = toy_suite()
-    pytester.runpytest(*BASE, "-n", "2", "--update-baselines").assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, "-n", "2", *RECORD_ONCE).assert_outcomes(passed=2)
     files = list((pytester.path / "bl").glob("*.json"))
     assert len(files) == 1
     assert sorted(json.loads(files[0].read_text())["cases"]) == ["toy/reference", "toy/variant"]
