@@ -25,9 +25,10 @@ run_pytest() {
 # hypothesis's pytest plugin costs each of the many pytest processes the tests start most of a second at
 # start, and none of them needs it (its @given tests run without it)
 export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -p no:hypothesispytest"
-# the slow end-to-end sessions too, once, on two xdist workers: each worker's timing tests then share the
-# cores with the other's, which they pass (research/evidence/cpu-timing-noise.md)
-run_pytest tests --run-slow -n 2
+# the slow end-to-end sessions too, once, on three xdist workers: the tests are CPU-bound processes started,
+# and the toy cases they time step on one thread, so they share the two cores
+# (research/evidence/cpu-timing-noise.md, research/evidence/cpu-ci-time.md)
+run_pytest tests --run-slow -n 3
 run_pytest perf_tests
 run_pytest examples
 # the research's own tests (its studies' parsers and tables), apart from the product's
