@@ -14,10 +14,6 @@ def visible(value: object) -> str:
     return _CONTROL.sub(lambda found: repr(found.group())[1:-1], str(value))
 
 
-def html_text(value: object) -> str:
-    return html.escape(visible(value), quote=True)
-
-
 def markdown_text(value: object) -> str:
     """Markup escaped as in HTML (Markdown passes HTML through), a pipe escaped so a table keeps its cells."""
     return html.escape(visible(value), quote=False).replace("|", "\\|")

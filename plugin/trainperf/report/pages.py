@@ -4,11 +4,13 @@ escaped) and ``report.md`` (charts as PNG files beside it)."""
 from __future__ import annotations
 
 import base64
+import functools
 from pathlib import Path
 
+import jinja2
 import pandas as pd
 
-from trainperf.report.escape import html_text, markdown_text
+from trainperf.report.escape import markdown_text, visible
 from trainperf.report.experiment import CaseProfileView, Report, WorkloadSection
 from trainperf.report.headline import Headline
 from trainperf.report.memory_view import MemoryView
@@ -34,107 +36,39 @@ img { max-width: 100%; border: 1px solid #ddd; }
 
 def write_html(report: Report, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    parts = [
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_text(report.title)}</title>",
-        f"<style>{STYLE}</style></head><body><h1>{_text(report.title)}</h1>",
-        _html_headline(report.headline),
-    ]
-    if not report.unfinished.empty:
-        parts += ["<h2>Cases that did not finish</h2>", table_html(report.unfinished)]
-    parts += [_html_section(section) for section in report.sections]
-    if report.notes:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_text(n)}</li>" for n in report.notes) + "</ul>")
-    clocks = table_html(report.clocks) if not report.clocks.empty else "<p>no clock readings (CPU run)</p>"
-    parts += [
-        f"<details><summary>Device</summary>{table_html(report.device)}</details>",
-        f"<details><summary>Clocks seen (before and after each case's timed run)</summary>{clocks}</details>",
-    ]
-    parts.append("<p>From " + ", ".join(f"<code>{_text(s)}</code>" for s in report.sources) + "</p></body></html>")
+    page = _templates().get_template("report.html")
     path = directory / HTML_FILE
-    path.write_text("\n".join(parts), encoding="utf-8")
+    path.write_text(page.render(report=report, style=STYLE, memory_title=MEMORY_TITLE), encoding="utf-8")
     return path
 
 
-def _html_headline(headline: Headline) -> str:
-    counts = ", ".join(f"<span class='{_text(v)}'>{n} {_text(v)}</span>" for v, n in headline.counts.items())
-    parts = [f"<p class='verdict'>{counts}</p>"]
-    if headline.failures:
-        items = "".join(f"<li>{_text(message)}</li>" for message in headline.failures)
-        parts.append(f"<ul class='fail'>{items}</ul>")
-    if not headline.best.empty:
-        parts.append(table_html(headline.best))
-    return "".join(parts)
+def table_html(frame: pd.DataFrame, name_column: str | None = None) -> str:
+    """A table with every cell escaped; the long kernel names in a narrow monospace column."""
+    return str(_templates().get_template("table.html").module.table(frame, name_column))  # type: ignore[attr-defined]
 
 
-def _html_section(section: WorkloadSection) -> str:
-    profiles = "".join(_html_profile(view) for view in section.profiles)
-    speedup = _image(section.speedup_png, section.name + ": what each step buys") if section.speedup_png else ""
-    return (
-        f"<h2>{_text(section.name)}</h2>{speedup}{table_html(section.cases)}"
-        f"<div class='pair'>{profiles}</div>"
-        f"<h3>Time per iteration</h3>{_image(section.timing_png, section.name + ': time per iteration')}"
-        + (
-            f"<h3>The cases on the roofline</h3>{_image(section.ladder_png, section.name + ': cases on the roofline')}"
-            if section.ladder_png
-            else ""
-        )
-        + _html_memory(section)
+@functools.cache
+def _templates() -> jinja2.Environment:
+    """The page's templates: every value escaped as HTML, its control characters shown as escapes."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
     )
-
-
-def _html_memory(section: WorkloadSection) -> str:
-    if section.memory.empty:
-        return ""
-    parts = [f"<h3>{MEMORY_TITLE}</h3>", table_html(section.memory)]
-    for view in section.memory_views:
-        parts.append(f"<p>{_text(_memory_caption(view))}</p>")
-        if view.chart_png:
-            parts.append(_image(view.chart_png, view.case + " memory by phase"))
-    return "".join(parts)
+    environment.filters.update(
+        visible=visible,
+        cell=cell_text,
+        base64=lambda data: base64.b64encode(data).decode("ascii"),
+        memory_caption=_memory_caption,
+    )
+    environment.globals["zip"] = zip
+    return environment
 
 
 def _memory_caption(view: MemoryView) -> str:
     if view.snapshot is None:
         return f"{view.case}: snapshot file not found beside the run document nor where recorded: no chart"
     return f"{view.case}: snapshot {view.snapshot} (opens in pytorch.org/memory_viz)"
-
-
-def _html_profile(view: CaseProfileView) -> str:
-    parts = [f"<div><h3>{_text(view.case)}: {_text(view.role)}</h3><p>{_text(view.summary)}</p>"]
-    if view.verdict:
-        parts.append(f"<p class='verdict'>{_text(view.verdict)}</p>")
-    if not view.top.empty:
-        unit = str(view.top.columns[1])  # "kernel" or "operator"
-        parts.append(table_html(view.top.drop(columns="full name"), name_column=unit))
-        names = "".join(f"<li>{_text(name)}</li>" for name in view.top["full name"])
-        parts.append(f"<details><summary>full {unit} names</summary><ol class='names'>{names}</ol></details>")
-    if view.reasons:
-        parts.append("<ul>" + "".join(f"<li>{_text(reason)}</li>" for reason in view.reasons) + "</ul>")
-    if view.roofline_png:
-        parts.append(_image(view.roofline_png, view.case + " roofline"))
-    return "".join(parts) + "</div>"
-
-
-def table_html(frame: pd.DataFrame, name_column: str | None = None) -> str:
-    """A table with every cell escaped; the long kernel names in a narrow monospace column."""
-    head = "".join(f"<th>{_text(column)}</th>" for column in frame.columns)
-    rows = []
-    for record in frame.itertuples(index=False):
-        cells = []
-        for column, value in zip(frame.columns, record, strict=True):
-            css = " class='name'" if column == name_column else ""
-            cells.append(f"<td{css}>{_text(cell_text(value))}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-def _image(data: bytes, alt: str) -> str:
-    encoded = base64.b64encode(data).decode("ascii")
-    return f"<img alt='{_text(alt)}' src='data:image/png;base64,{encoded}'>"
-
-
-def _text(value: object) -> str:
-    return html_text(value)
 
 
 def _md(value: object) -> str:
