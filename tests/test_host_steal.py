@@ -1,101 +1,103 @@
-"""The host's steal share over a timed stretch, from /proc/stat: of all cores, and of the cores one thread
-ran on; and the share of the machine's time used by processes the case did not start."""
+"""The host's steal share over a timed stretch: of all cores, and of the cores one thread ran on; and the
+share of the machine's time used by processes the case did not start."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections import namedtuple
 from pathlib import Path
 
+import psutil
 import pytest
+from trainperf.measure import host_steal
 from trainperf.measure.host_steal import (
     PROC_STAT,
     StealWatch,
     busy_times,
     core_times,
     cpu_times,
-    family_ticks,
+    family_seconds,
     thread_core,
 )
 
-# /proc/stat's first line as this kernel writes it: user nice system idle iowait irq softirq steal guest guest_nice
-BEFORE = "cpu  1730237 814 146584 2402885 3784 0 824 591 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
-AFTER = "cpu  1730437 814 146684 2403485 3784 0 824 691 50 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
+# psutil's reading of all cores on Linux, in seconds; guest time is counted in user already
+Reading = namedtuple("Reading", "user nice system idle iowait irq softirq steal guest guest_nice")
+BEFORE = Reading(17302.37, 8.14, 1465.84, 24028.85, 37.84, 0.0, 8.24, 5.91, 0.0, 0.0)
+AFTER = Reading(17304.37, 8.14, 1466.84, 24034.85, 37.84, 0.0, 8.24, 6.91, 0.5, 0.0)
 
 
-def test_steal_and_total_come_from_the_first_line(tmp_path: Path) -> None:
-    stat = tmp_path / "stat"
-    stat.write_text(BEFORE)
-    assert cpu_times(stat) == (591, 1730237 + 814 + 146584 + 2402885 + 3784 + 824 + 591)
+def reads(monkeypatch: pytest.MonkeyPatch, *readings: object) -> None:
+    """psutil.cpu_times() gives these readings, one a call, then the last one again."""
+    left = list(readings)
+    monkeypatch.setattr(psutil, "cpu_times", lambda: left.pop(0) if len(left) > 1 else left[0])
 
 
-def test_the_share_is_steal_over_all_time_between_enter_and_exit(tmp_path: Path) -> None:
-    stat = tmp_path / "stat"
-    stat.write_text(BEFORE)
-    with StealWatch(stat, interval_s=None) as watch:
-        stat.write_text(AFTER)  # 200 user + 100 system + 600 idle + 100 steal ticks; guest is inside user
-    assert watch.share == pytest.approx(100 / 1000)
+def test_steal_busy_and_total_are_summed_from_psutils_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads(monkeypatch, BEFORE)
+    total = 17302.37 + 8.14 + 1465.84 + 24028.85 + 37.84 + 8.24 + 5.91
+    assert cpu_times() == pytest.approx((5.91, total))
+    assert busy_times() == pytest.approx((17302.37 + 8.14 + 1465.84 + 8.24, total))
 
 
-def test_nothing_is_claimed_where_proc_stat_cannot_tell(tmp_path: Path) -> None:
-    assert cpu_times(tmp_path / "missing") is None
-    (tmp_path / "odd").write_text("intr 1 2 3\n")
-    assert cpu_times(tmp_path / "odd") is None
-    assert busy_times(tmp_path / "odd") is None and family_ticks(1583, tmp_path) is None
-    with StealWatch(tmp_path / "missing", tmp_path / "missing-task", proc=tmp_path, pid=1583) as watch:
+def test_the_share_is_steal_over_all_time_between_enter_and_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads(monkeypatch, BEFORE, AFTER)  # 2 s user + 1 s system + 6 s idle + 1 s steal; guest is inside user
+    with StealWatch(interval_s=None) as watch:
+        pass
+    assert watch.share == pytest.approx(1 / 10)
+
+
+def test_nothing_is_claimed_where_the_system_cannot_tell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    assert family_seconds(ended.pid) is None and thread_core(ended.pid) is None  # a process that has ended
+    reads(monkeypatch, namedtuple("Reading", "user system idle")(1.0, 1.0, 1.0))  # no steal: not Linux
+    assert cpu_times() is None and busy_times() is None
+    with StealWatch(tmp_path / "missing", lambda: None, pid=ended.pid) as watch:
         pass
     assert watch.share is None and watch.thread_share is None and watch.others_share is None
 
 
-def write_process(proc: Path, pid: int, parent: int, ticks: tuple[int, int, int, int]) -> None:
-    """A process's /proc/<pid>/stat as the kernel writes it: the parent's pid is the 2nd field after the
-    name, then utime, stime, cutime and cstime the 12th to 15th (the name holds a ") " on purpose)."""
-    fields = ["S", str(parent), *["0"] * 9, *map(str, ticks), *["0"] * 30]
-    (proc / str(pid)).mkdir(exist_ok=True)
-    (proc / str(pid) / "stat").write_text(f"{pid} (py) thread) " + " ".join(fields) + "\n")
+def test_other_processes_share_leaves_out_the_processes_this_one_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads(monkeypatch, BEFORE, AFTER)  # 3 s busy of 10 s on the machine
+    family = [12.4, 13.4]  # 1 s of them this process's and the processes it started
+    monkeypatch.setattr(host_steal, "family_seconds", lambda pid: family.pop(0))
+    with StealWatch(interval_s=None, pid=100) as watch:
+        pass
+    assert watch.others_share == pytest.approx(2 / 10)
 
 
-def test_a_process_s_family_is_itself_its_descendants_and_the_children_they_waited_for(tmp_path: Path) -> None:
-    write_process(tmp_path, 100, 1, (1000, 200, 30, 20))  # 50 ticks of children it has waited for
-    write_process(tmp_path, 101, 100, (300, 10, 0, 0))  # a DataLoader worker
-    write_process(tmp_path, 102, 101, (40, 0, 0, 0))  # a process the worker started
-    write_process(tmp_path, 200, 1, (9000, 900, 0, 0))  # another job
-    (tmp_path / "self").mkdir()  # not a number: not a process of its own
-    assert family_ticks(100, tmp_path) == 1250 + 310 + 40
-    assert family_ticks(200, tmp_path) == 9900
-    assert family_ticks(300, tmp_path) is None
-
-
-def test_other_processes_share_leaves_out_the_processes_this_one_started(tmp_path: Path) -> None:
-    stat, proc = tmp_path / "stat", tmp_path / "proc"
-    proc.mkdir()
-    stat.write_text(BEFORE)
-    write_process(proc, 100, 1, (1000, 200, 0, 0))
-    write_process(proc, 101, 100, (10, 0, 0, 0))
-    assert busy_times(stat) == (1730237 + 814 + 146584 + 824, 1730237 + 814 + 146584 + 2402885 + 3784 + 824 + 591)
-    with StealWatch(stat, interval_s=None, proc=proc, pid=100) as watch:
-        stat.write_text(AFTER)  # 300 busy ticks of 1000 on the machine
-        write_process(proc, 100, 1, (1030, 210, 0, 0))  # 40 of them this process's
-        write_process(proc, 101, 100, (60, 0, 0, 0))  # 50 its worker's
-        write_process(proc, 102, 100, (10, 0, 0, 0))  # 10 a worker started meanwhile
-    assert watch.others_share == pytest.approx(200 / 1000)
+BURN = "import time\nwhile time.process_time() < {s}: pass\n"
+BURN_THEN_WAIT = BURN.format(s=0.2) + "print(flush=True)\ninput()\n"
 
 
 @pytest.mark.skipif(not PROC_STAT.exists(), reason="no /proc/stat: not Linux")
-def test_this_machine_counts_a_live_child_s_cpu_time_as_this_process_s_own() -> None:
-    busy_then_wait = "import time, sys\nwhile time.process_time() < 0.3: pass\nprint(flush=True)\nsys.stdin.read()"
-    child = subprocess.Popen([sys.executable, "-c", busy_then_wait], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def test_a_process_s_family_is_itself_its_live_descendants_and_the_children_it_waited_for() -> None:
+    """A process that waited for a child burning 0.2 s, then started one burning 0.2 s and still running:
+    its family used 0.4 s or more; another process burning 0.5 s beside it is not counted."""
+    parent = (
+        "import subprocess, sys\n"
+        f"subprocess.run([sys.executable, '-c', {BURN.format(s=0.2)!r}], check=True)\n"
+        f"live = subprocess.Popen([sys.executable, '-c', {BURN_THEN_WAIT!r}],"
+        " stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n"
+        "live.stdout.readline()\nprint(flush=True)\nsys.stdin.read()\n"
+    )
+    other = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.5)])
+    family = subprocess.Popen([sys.executable, "-c", parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        assert child.stdout is not None and child.stdout.readline()  # it has used 0.3 s of CPU time
-        own = family_ticks(child.pid)
-        assert own is not None and own >= 0.25 * os.sysconf("SC_CLK_TCK")  # less a tick or so of rounding
-        family = family_ticks()
-        assert family is not None and family >= own
+        assert family.stdout is not None and family.stdout.readline()  # both its children have burnt theirs
+        used = family_seconds(family.pid)
+        assert used is not None and 0.38 <= used < 0.38 + 0.5  # less a tick or so of rounding; not the other's
+        own = family_seconds()
+        assert own is not None and own >= used
     finally:
-        child.kill()
-        child.wait()
+        family.kill()
+        other.kill()
+        family.wait()
+        other.wait()
 
 
 # The lines of /proc/stat per core, and a thread's stat line, as this kernel writes them (the thread's
@@ -106,33 +108,27 @@ def cores(*rows: tuple[int, int, int]) -> str:
     return "cpu  1 0 0 1 0 0 0 0 0 0\n" + "\n".join(lines) + "\nintr 8879741 0 0\n"
 
 
-def on_core(core: int) -> str:
-    fields = ["R", *["0"] * 35, str(core), "0", "0"]  # "processor" is the 37th field after the comm
-    return "1583 (py) thread) " + " ".join(fields) + "\n"
-
-
 def test_each_core_and_the_core_a_thread_last_ran_on_are_read(tmp_path: Path) -> None:
-    stat, task = tmp_path / "stat", tmp_path / "task"
+    stat = tmp_path / "stat"
     stat.write_text(cores((10, 80, 10), (50, 50, 0)))
-    task.write_text(on_core(1))
     assert core_times(stat) == {0: (10, 100), 1: (0, 100)}
-    assert thread_core(task) == 1
-    task.write_text("1583 (py) R 1 2\n")
-    assert thread_core(task) is None
     assert core_times(tmp_path / "missing") == {}
+    assert thread_core(threading.get_native_id()) in os.sched_getaffinity(0)
 
 
-def test_the_thread_share_counts_each_stretch_on_the_core_the_thread_was_on(tmp_path: Path) -> None:
-    stat, task = tmp_path / "stat", tmp_path / "task"
+def test_the_thread_share_counts_each_stretch_on_the_core_the_thread_was_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    reads(monkeypatch, BEFORE)
+    stat, on = tmp_path / "stat", [0]
     stat.write_text(cores((0, 0, 0), (0, 0, 0)))
-    task.write_text(on_core(0))
-    with StealWatch(stat, task, interval_s=None) as watch:
+    with StealWatch(stat, lambda: on[0], interval_s=None) as watch:
         stat.write_text(cores((5, 0, 5), (10, 0, 0)))  # core 0: half of its 10 ticks stolen
         watch.sample()
-        task.write_text(on_core(1))
+        on[0] = 1
         stat.write_text(cores((5, 0, 25), (20, 0, 0)))  # the thread on core 1, which lost nothing
     assert watch.thread_share == pytest.approx(5 / 20)  # 5 stolen of the 10 + 10 ticks it was on
-    assert watch.share is None  # the all-cores line did not move
+    assert watch.share is None  # the all-cores reading did not move
 
 
 @pytest.mark.skipif(not PROC_STAT.exists(), reason="no /proc/stat: not Linux")

@@ -11,156 +11,127 @@ A slow run with no steal may instead share the machine with other work (another 
 third share tells that apart. The processes the case started (DataLoader and compile workers) are its
 own, not "other": counted as other, they once read as a busy neighbour
 (research/evidence/h200-fresh-host-runs.md). All three are kept beside each case's clocks so
-that a slow run can be told from slow code. Reads nothing off Linux.
+that a slow run can be told from slow code. The counters come from psutil; steal is Linux's alone.
 """
 
 from __future__ import annotations
 
-import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-PROC = Path("/proc")
-PROC_STAT = PROC / "stat"
-STEAL = 7  # index of steal among the counters after "cpu": user nice system idle iowait irq softirq steal
-BUSY = (0, 1, 2, 5, 6)  # user nice system irq softirq: time the machine's own processes ran
-PROCESSOR = 36  # index of "processor" (the core last run on) after the ")" of /proc/<pid>/task/<tid>/stat
-PPID = 1  # index of the parent's pid after the ")" of /proc/<pid>/stat
-UTIME = 11  # index of utime, stime, cutime, cstime after the ")" of /proc/<pid>/stat, in the same clock ticks
+import psutil
+
+PROC_STAT = Path("/proc/stat")
+COUNTED = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")  # guest is in user already
+BUSY = ("user", "nice", "system", "irq", "softirq")  # the time the machine's own processes ran
 SAMPLE_INTERVAL_S = 0.1  # the counters move in clock ticks of 10 ms: 10 per core per sample
 
-Ticks = tuple[int, int]  # (steal or busy, total) clock ticks since boot
+Times = tuple[float, float]  # (steal or busy, total) CPU time since boot, in seconds or in clock ticks
 
 
-def _counters(fields: list[str]) -> list[int] | None:
-    """user nice system idle iowait irq softirq steal of a "cpu" line's fields; None where it is short."""
-    if len(fields) < STEAL + 2:
+def _times(reading: Any, part: tuple[str, ...]) -> Times | None:
+    """(the ``part`` fields' sum, all counted fields' sum) of one psutil reading; None without steal (not Linux)."""
+    if not all(hasattr(reading, name) for name in COUNTED):
         return None
-    return [int(value) for value in fields[1 : STEAL + 2]]  # guest time is counted in user already
+    return sum(getattr(reading, name) for name in part), sum(getattr(reading, name) for name in COUNTED)
 
 
-def _ticks(fields: list[str]) -> Ticks | None:
-    counters = _counters(fields)
-    return None if counters is None else (counters[STEAL], sum(counters))
+def cpu_times() -> Times | None:
+    """(steal, total) CPU seconds of all cores since boot; None where the system does not count steal."""
+    return _times(psutil.cpu_times(), ("steal",))
 
 
-def _all_cores(stat: Path) -> list[str]:
-    """The fields of /proc/stat's first line, that of all cores together; empty where it cannot be read."""
-    try:
-        fields = stat.read_text().split("\n", 1)[0].split()
-    except OSError:
-        return []
-    return fields if fields and fields[0] == "cpu" else []
+def busy_times() -> Times | None:
+    """(busy, total) CPU seconds of all cores since boot, busy being the time any process of this machine
+    ran; None where the system does not tell."""
+    return _times(psutil.cpu_times(), BUSY)
 
 
-def cpu_times(stat: Path = PROC_STAT) -> Ticks | None:
-    """(steal, total) clock ticks of all cores since boot; None where /proc/stat cannot tell."""
-    return _ticks(_all_cores(stat))
-
-
-def core_times(stat: Path = PROC_STAT) -> dict[int, Ticks]:
-    """(steal, total) clock ticks of each core since boot, by core number; empty where /proc/stat cannot tell."""
+def core_times(stat: Path = PROC_STAT) -> dict[int, Times]:
+    """(steal, total) clock ticks of each core since boot, by core number; empty where /proc/stat cannot
+    tell. Read from /proc/stat itself: psutil lists the cores without their numbers, so a machine with a
+    core offline would give the next core's ticks to the core a thread ran on."""
     try:
         lines = stat.read_text().splitlines()
     except OSError:
         return {}
-    cores = {}
-    for line in lines:
+    cores: dict[int, Times] = {}
+    for line in lines[1:]:
         if not line.startswith("cpu"):
             break  # the per-core lines come first; the rest (intr, ctxt, ...) is long and not needed
         fields = line.split()
-        if fields[0][3:].isdigit() and (ticks := _ticks(fields)):
-            cores[int(fields[0][3:])] = ticks
+        if fields[0][3:].isdigit() and len(fields) > len(COUNTED):
+            counters = [int(value) for value in fields[1 : len(COUNTED) + 1]]
+            cores[int(fields[0][3:])] = (counters[COUNTED.index("steal")], sum(counters))
     return cores
 
 
-def busy_times(stat: Path = PROC_STAT) -> Ticks | None:
-    """(busy, total) clock ticks of all cores since boot, busy being the time any process of this
-    machine ran; None where /proc/stat cannot tell."""
-    return _busy(_all_cores(stat))
-
-
-def _busy(fields: list[str]) -> Ticks | None:
-    counters = _counters(fields)
-    return None if counters is None else (sum(counters[i] for i in BUSY), sum(counters))
-
-
-def family_ticks(pid: int | None = None, proc: Path = PROC) -> int | None:
-    """User and system clock ticks of process ``pid`` (this one by default), of its live descendants
-    and of the children each has waited for: all the CPU time of the work it started. A child that
-    ends in between moves from the live count into its parent's; None where /proc cannot tell."""
-    pid = os.getpid() if pid is None else pid
-    parents, ticks = {}, {}
-    for stat in proc.glob("[0-9]*/stat"):
-        fields = _stat_fields(stat)
-        if fields is not None:
-            number = int(stat.parent.name)
-            parents[number] = int(fields[PPID])
-            ticks[number] = sum(int(value) for value in fields[UTIME : UTIME + 4])
-    if pid not in ticks:
-        return None
-    family, grew = {pid}, True
-    while grew:  # a process's descendants, however deep; /proc lists them in no particular order
-        joined = {number for number, parent in parents.items() if parent in family} - family
-        family |= joined
-        grew = bool(joined)
-    return sum(ticks[number] for number in family)
-
-
-def _stat_fields(process_stat: Path) -> list[str] | None:
-    """The fields after the ")" that ends a process's name in its stat file; None where it cannot be read."""
+def family_seconds(pid: int | None = None) -> float | None:
+    """User and system CPU seconds of process ``pid`` (this one by default), of its live descendants and
+    of the children each has waited for: all the CPU time of the work it started. A child that ends in
+    between moves from the live count into its parent's; None where the process cannot be read."""
     try:
-        fields = process_stat.read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        process = psutil.Process(pid)
+        family = [process, *process.children(recursive=True)]
+    except psutil.Error:
         return None
-    counted = fields[PPID : UTIME + 4]
-    return fields if len(counted) == UTIME + 3 and all(field.lstrip("-").isdigit() for field in counted) else None
+    seconds = 0.0
+    for member in family:
+        try:
+            used = member.cpu_times()
+        except psutil.Error:
+            if member is process:
+                return None
+            continue  # a descendant that ended meanwhile: its parent counts it once it has waited for it
+        seconds += used.user + used.system + used.children_user + used.children_system
+    return seconds
 
 
-def thread_core(task_stat: Path) -> int | None:
-    """The core a thread last ran on, from its /proc/<pid>/task/<tid>/stat; None where it cannot tell."""
-    fields = _stat_fields(task_stat)
-    if fields is None or len(fields) <= PROCESSOR or not fields[PROCESSOR].isdigit():
+def thread_core(thread_id: int) -> int | None:
+    """The core a thread of this machine last ran on; None where it cannot be read."""
+    try:
+        return int(psutil.Process(thread_id).cpu_num())
+    except (psutil.Error, AttributeError):  # cpu_num: Linux, FreeBSD and SunOS only
         return None
-    return int(fields[PROCESSOR])
 
 
 class StealWatch:
     """``share``: steal over all CPU time of the host's cores between entering and leaving.
     ``thread_share``: the same over the cores the entering thread ran on, each stretch of
-    ``interval_s`` counted on the core the thread was on at its end (no sampling thread where
-    ``interval_s`` is None: the owner calls ``sample``). ``others_share``: the busy time of the
-    machine's cores less that of process ``pid`` (this one) and the processes it started
-    (``family_ticks``), over all their time. Each is None where /proc cannot
-    tell or no clock tick (10 ms) was counted in between."""
+    ``interval_s`` counted on the core the thread was on at its end (``core_of_thread`` tells; no
+    sampling thread where ``interval_s`` is None: the owner calls ``sample``). ``others_share``: the
+    busy time of the machine's cores less that of process ``pid`` (this one) and the processes it
+    started (``family_seconds``), over all their time. Each is None where the system cannot tell or no
+    clock tick (10 ms) was counted in between."""
 
     def __init__(
         self,
         stat: Path = PROC_STAT,
-        task_stat: Path | None = None,
+        core_of_thread: Callable[[], int | None] | None = None,
         interval_s: float | None = SAMPLE_INTERVAL_S,
-        proc: Path = PROC,
         pid: int | None = None,
     ) -> None:
-        self.stat, self.task_stat, self.interval_s = stat, task_stat, interval_s
-        self.proc, self.pid = proc, pid
+        self.stat, self.core_of_thread, self.interval_s, self.pid = stat, core_of_thread, interval_s, pid
         self.share: float | None = None
         self.thread_share: float | None = None
         self.others_share: float | None = None
-        self._start: Ticks | None = None
-        self._busy_start: Ticks | None = None
-        self._own_start: int | None = None
-        self._cores: dict[int, Ticks] = {}
-        self._thread_ticks = [0, 0]
+        self._start: Times | None = None
+        self._busy_start: Times | None = None
+        self._own_start: float | None = None
+        self._cores: dict[int, Times] = {}
+        self._thread_ticks = [0.0, 0.0]
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
 
     def __enter__(self) -> StealWatch:
-        if self.task_stat is None:
-            self.task_stat = Path(f"/proc/self/task/{threading.get_native_id()}/stat")
-        fields = _all_cores(self.stat)  # one reading for steal and busy time: the same stretch for both
-        self._start, self._busy_start = _ticks(fields), _busy(fields)
-        self._own_start = family_ticks(self.pid, self.proc)
+        if self.core_of_thread is None:
+            thread = threading.get_native_id()
+            self.core_of_thread = lambda: thread_core(thread)
+        reading = psutil.cpu_times()  # one reading for steal and busy time: the same stretch for both
+        self._start, self._busy_start = _times(reading, ("steal",)), _times(reading, BUSY)
+        self._own_start = family_seconds(self.pid)
         self._cores = core_times(self.stat)
         if self.interval_s is not None and self._cores:
             self._sampler = threading.Thread(target=self._sample_until_stopped, name="trainperf-steal", daemon=True)
@@ -172,25 +143,26 @@ class StealWatch:
         if self._sampler is not None:
             self._sampler.join()
         self.sample()
-        fields = _all_cores(self.stat)
-        end = _ticks(fields)
+        reading = psutil.cpu_times()
+        end = _times(reading, ("steal",))
         if self._start is not None and end is not None and end[1] > self._start[1]:
-            self.share = (end[0] - self._start[0]) / (end[1] - self._start[1])
+            self.share = round((end[0] - self._start[0]) / (end[1] - self._start[1]), 6)
         steal, total = self._thread_ticks
         self.thread_share = steal / total if total else None
-        self.others_share = self._others_share(_busy(fields), family_ticks(self.pid, self.proc))
+        self.others_share = self._others_share(_times(reading, BUSY), family_seconds(self.pid))
 
-    def _others_share(self, busy: Ticks | None, own: int | None) -> float | None:
+    def _others_share(self, busy: Times | None, own: float | None) -> float | None:
         if busy is None or own is None or self._busy_start is None or self._own_start is None:
             return None
         total = busy[1] - self._busy_start[1]
         others = (busy[0] - self._busy_start[0]) - (own - self._own_start)
-        return min(max(others / total, 0.0), 1.0) if total > 0 else None  # the two counts are read apart
+        # the two counts are read apart; psutil's seconds are sums of hundredths: no share finer than 1e-6
+        return round(min(max(others / total, 0.0), 1.0), 6) if total > 0 else None
 
     def sample(self) -> None:
         """Count the ticks since the last sample on the core the watched thread is on now."""
         cores = core_times(self.stat)
-        core = None if self.task_stat is None else thread_core(self.task_stat)
+        core = None if self.core_of_thread is None else self.core_of_thread()
         if core is not None and core in cores and core in self._cores:
             (steal, total), (steal_before, total_before) = cores[core], self._cores[core]
             self._thread_ticks[0] += steal - steal_before
