@@ -100,18 +100,6 @@ def test_a_run_that_counted_its_steps_apart_adds_their_calls_to_the_step_history
         assert after[name].get("host_step_calls_history") == before[name].get("host_step_calls_history")
 
 
-def test_a_run_that_counted_the_steps_calls_into_torch_adds_them_to_their_history(tmp_path: Path) -> None:
-    """Lease AW's study document: each of its two cases ran four times; the last run of each is what a
-    history keeps of a document (one median per case)."""
-    run = Path(__file__).parent / "data" / "h200_torch_calls_slowed.run.json"
-    before, after = calibrated_h200(run, tmp_path)
-    last = {case["name"]: case["extra_info"]["host_torch_calls"] for case in json.loads(run.read_text())["benchmarks"]}
-    assert last == {"timm_resnet50/compile": [2645], "gpt2_medium/optimizer_memory": [23951]}
-    for name, calls in last.items():
-        stored = before[name].get("host_torch_calls_history", [])
-        assert after[name]["host_torch_calls_history"] == [*stored, float(calls[0])][-baselines.HISTORY_RUNS :]
-
-
 def test_a_failed_case_joins_the_history_and_a_case_with_no_baseline_check_does_not(
     baseline_dir: Path, tmp_path: Path
 ) -> None:

@@ -66,39 +66,6 @@ def test_a_loader_with_worker_processes_makes_fetches_of_different_calls() -> No
     assert counted.step == 1  # the step (a function that returns its batch) makes its one call
 
 
-def test_the_steps_calls_into_torch_are_counted_apart_and_ops_added_weigh_there() -> None:
-    """A case of many cheap Python calls hides ops added to its step in its total; counted apart, the
-    calls into torch show them (research/evidence/h200-host-work.md, lease AU)."""
-    torch = pytest.importorskip("torch")
-    tensor = torch.zeros(4)
-
-    def train(python_calls: int, ops: int):
-        def run(batch: list[float]) -> float:
-            for _ in range(python_calls):
-                abs(0)
-            for _ in range(ops):
-                tensor.add_(1.0)
-            return float(tensor.sum())
-
-        return run
-
-    fetch = batches(reader_calls=50).__next__
-    base = host_work.calls_per_iteration(train(1000, 10), fetch)
-    more = host_work.calls_per_iteration(train(1000, 20), fetch)
-    assert base.torch_step == 10 + 1  # the ops and the sum, not the Python calls nor the fetch's
-    assert more.torch_step == base.torch_step + 10 and more.step == base.step + 10
-    assert more.torch_step / base.torch_step - 1 > 10 * (more.step / base.step - 1)
-    assert host_work.calls_per_iteration(step(100), fetch).torch_step == 0
-
-
-def test_what_counts_as_a_call_into_torch() -> None:
-    torch = pytest.importorskip("torch")
-    tensor = torch.ones(2)
-    assert host_work.into_torch(tensor.add_) and host_work.into_torch(torch.zeros)
-    assert host_work.into_torch(torch.nn.functional.linear) and host_work.into_torch(torch.ops.aten.add.Tensor._op)
-    assert not host_work.into_torch(abs) and not host_work.into_torch([].append) and not host_work.into_torch(len)
-
-
 def test_counting_leaves_the_profile_function_as_it_found_it() -> None:
     def outer(*_: object) -> None: ...
 
@@ -120,15 +87,11 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
     stored = json.loads(baseline_file(pytester).read_text())["cases"]["toy/reference"]
     assert len(stored["host_calls"]) == 3 and len(set(stored["host_calls"])) == 1  # three processes, one count
     assert len(set(stored["host_step_calls"])) == 1 and 0 < stored["host_step_calls"][0] < stored["host_calls"][0]
-    assert (
-        len(set(stored["host_torch_calls"])) == 1 and 0 < stored["host_torch_calls"][0] < stored["host_step_calls"][0]
-    )
     same = pytester.runpytest(*BASE, "--perf-strict", "--perf-report=same")
     same.assert_outcomes(passed=1)
     case = json.loads((pytester.path / "same" / "run.json").read_text())["benchmarks"][0]["extra_info"]
     assert case["host_calls"] == stored["host_calls"][:1] and case["host_step_calls"] == stored["host_step_calls"][:1]
     assert len(case["host_fetch_calls"]) == host_work.COUNTED_ITERATIONS and len(set(case["host_fetch_calls"])) == 1
-    assert len(case["host_torch_calls"]) == 1 and 0 < case["host_torch_calls"][0] < case["host_step_calls"][0]
     assert case["min_detectable_host_work"] == pytest.approx(0.03)  # equal counts: the floor
     assert case["slowdown_caught_9_in_10"] > case["min_detectable_slowdown"]  # the threshold is caught half the time
     extra = stored["host_calls"][0] // 5  # 20% more calls, a few microseconds of time

@@ -5,10 +5,9 @@ Such a case runs as fast as the host issues its work, and hosts differ: such cas
 by far more than a regression (research/evidence/trust.md), so their time alone catches little. The
 calls the host makes per iteration are the same on a fast or a slow host; more of them cost time on
 every host. The training step's calls are judged apart too: a case that reads its data in many cheap
-calls hides a rise in its step's calls in the iteration's; and so are the step's calls into torch: an op
-costs the host microseconds where a Python call costs a fraction of one, so a case of many cheap calls
-hides added ops in both (research/evidence/h200-host-work.md). A GPU-bound case is judged on its time
-alone: host work it adds hides behind the GPU.
+calls hides a rise in its step's calls in the iteration's (research/evidence/h200-host-work.md). Ops
+added to the step are the work check's to count (``work_check.py``), one by one. A GPU-bound case is
+judged on its time alone: host work it adds hides behind the GPU.
 Pure: no torch, no pytest.
 """
 
@@ -27,16 +26,13 @@ class StoredCalls:
     """A case's stored calls per iteration: of each recorded run, and of the runs accepted since
     (``--perf-history``, ``trainperf calibrate``); the same of the training step alone (the data's fetch
     left out; absent from entries counted before the step was counted apart); and the GPU's busy shares
-    where recorded and in the runs accepted since; and the step's calls into torch (absent from entries
-    counted before they were counted apart)."""
+    where recorded and in the runs accepted since."""
 
     recorded: Sequence[float] = ()
     history: Sequence[float] = ()
     gpu_busy_shares: Sequence[float] = ()
     step_recorded: Sequence[float] = ()
     step_history: Sequence[float] = ()
-    torch_recorded: Sequence[float] = ()
-    torch_history: Sequence[float] = ()
 
     def noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise | None:
         """The counts' noise about the recorded runs' mean; an entry recorded before calls were counted
@@ -46,10 +42,6 @@ class StoredCalls:
     def step_noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise | None:
         """The same of the training step's counts."""
         return _noise(self.step_recorded, self.step_history, floor)
-
-    def torch_noise(self, floor: float = DEFAULT_FLOOR) -> stats.RunNoise | None:
-        """The same of the step's calls into torch."""
-        return _noise(self.torch_recorded, self.torch_history, floor)
 
 
 def _noise(recorded: Sequence[float], history: Sequence[float], floor: float) -> stats.RunNoise | None:
@@ -65,16 +57,12 @@ def typical(calls: Sequence[float]) -> float | None:
     return statistics.median(calls) if calls else None
 
 
-def history_figures(
-    calls: Sequence[float], busy: float | None, step_calls: Sequence[float] = (), torch_calls: Sequence[float] = ()
-) -> dict[str, float]:
+def history_figures(calls: Sequence[float], busy: float | None, step_calls: Sequence[float] = ()) -> dict[str, float]:
     """What an accepted run adds to its case's history besides its median, by history key: its host
-    calls per iteration, its training step's, the step's into torch, and its GPU's busy share, where it
-    has them."""
+    calls per iteration, its training step's, and its GPU's busy share, where it has them."""
     figures = {
         "host_calls_history": typical(calls),
         "host_step_calls_history": typical(step_calls),
-        "host_torch_calls_history": typical(torch_calls),
         "gpu_busy_history": busy,
     }
     return {key: float(value) for key, value in figures.items() if value is not None}
@@ -105,10 +93,9 @@ def host_work_check(
     floor: float = DEFAULT_FLOOR,
     step_calls: Sequence[int] = (),
     fetch_calls: Sequence[int] = (),
-    torch_calls: Sequence[int] = (),
 ) -> Check | None:
-    """This run's calls per iteration against the stored runs', and its training step's (and the step's
-    calls into torch) against theirs where both were counted; None where not judged: nothing counted now,
+    """This run's calls per iteration against the stored runs', and its training step's against theirs
+    where both were counted; None where not judged: nothing counted now,
     no baseline, or a GPU that did not wait for the host. Without enough counted runs (fewer than
     ``stats.MIN_RUNS``) only a rise beyond ``FALLBACK_THRESHOLD`` fails. Where the counted iterations'
     fetches (``fetch_calls``) made different numbers of calls, as worker processes' batches arriving out of
@@ -125,13 +112,9 @@ def host_work_check(
             "--update-baselines, or add runs of the recorded code with --perf-history",
         )
     parts = [_judged_part("host calls per iteration", now, noise, fetch_spread(fetch_calls))]
-    for label, counted, part_noise in (
-        ("of them in the training step", step_calls, stored.step_noise(floor)),
-        ("of the step's calls into torch", torch_calls, stored.torch_noise(floor)),
-    ):
-        part_now = typical(counted)
-        if part_now is not None and part_noise is not None:
-            parts.append(_judged_part(label, part_now, part_noise))
+    step_now, step_noise = typical(step_calls), stored.step_noise(floor)
+    if step_now is not None and step_noise is not None:
+        parts.append(_judged_part("of them in the training step", step_now, step_noise))
     figures = "; ".join(text for _, text in parts)
     if any(rose for rose, _ in parts):
         return Check(

@@ -88,7 +88,6 @@ def _host_work(f: Figures) -> Check | None:
         floor=f.floor,
         step_calls=m.host_step_calls,
         fetch_calls=m.host_fetch_calls,
-        torch_calls=m.host_torch_calls,
     )
 
 

@@ -33,17 +33,6 @@ class IterationCalls:
     step: int
     fetches: tuple[int, ...] = ()  # each counted iteration's fetch: its calls vary where worker processes
     # deliver the batches (one arriving out of order is received in the fetch before its own)
-    torch_step: int = 0  # of the step's calls, those into torch's C library (``into_torch``)
-
-
-def into_torch(function: Any) -> bool:
-    """Whether a C function the profile saw belongs to torch: an op, a tensor's method, a helper of
-    ``torch._C``. Such a call costs the host microseconds where a Python call costs a fraction of one,
-    so a case of many cheap calls hides ops added to its step in its total count."""
-    if (getattr(function, "__module__", None) or "").startswith("torch"):
-        return True
-    owner = getattr(function, "__self__", None)
-    return owner is not None and type(owner).__module__.startswith("torch")
 
 
 def calls_per_iteration(
@@ -53,31 +42,27 @@ def calls_per_iteration(
     (``step(fetch()[0])``, the data's fetch included, as in a timed iteration), and in their steps alone."""
     counts = [_calls(step, fetch) for _ in range(iterations)]
     return IterationCalls(
-        total=int(statistics.median(fetched + stepped for fetched, stepped, _ in counts)),
-        step=int(statistics.median(stepped for _, stepped, _ in counts)),
-        fetches=tuple(fetched for fetched, _, _ in counts),
-        torch_step=int(statistics.median(torch_calls for _, _, torch_calls in counts)),
+        total=int(statistics.median(fetched + stepped for fetched, stepped in counts)),
+        step=int(statistics.median(stepped for _, stepped in counts)),
+        fetches=tuple(fetched for fetched, _ in counts),
     )
 
 
-def _calls(step: Callable[[Any], object], fetch: Callable[[], tuple[Any, float]]) -> tuple[int, int, int]:
-    """The calls of one iteration's fetch and of its step, and the step's calls into torch."""
-    count = into = 0
-    stepping = False  # the fetch's calls are not looked into: only the step's calls into torch are kept
+def _calls(step: Callable[[Any], object], fetch: Callable[[], tuple[Any, float]]) -> tuple[int, int]:
+    """The calls of one iteration's fetch and of its step."""
+    count = 0
 
-    def profile(_frame: FrameType, event: str, arg: Any) -> None:
-        nonlocal count, into
+    def profile(_frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal count
         if event in COUNTED_EVENTS:
             count += 1
-            if stepping and event == "c_call" and into_torch(arg):
-                into += 1
 
     previous = sys.getprofile()
     sys.setprofile(profile)
     try:
         batch = fetch()[0]
-        fetched, stepping = count, True
+        fetched = count
         step(batch)
     finally:
         sys.setprofile(previous)
-    return fetched, count - fetched - 1, into  # less the call of sys.setprofile that removes the profile function
+    return fetched, count - fetched - 1  # less the call of sys.setprofile that removes the profile function

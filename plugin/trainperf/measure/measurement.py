@@ -34,7 +34,6 @@ class Measurement:
     host_calls: list[int] = field(default_factory=list)  # the host's calls per iteration, one per run
     host_step_calls: list[int] = field(default_factory=list)  # of those, the training step's (fetch left out)
     host_fetch_calls: list[int] = field(default_factory=list)  # each counted iteration's fetch, every run
-    host_torch_calls: list[int] = field(default_factory=list)  # the step's calls into torch, one per run
     work: list[dict[str, Any]] = field(default_factory=list)  # the work counted per iteration, one per run
     # wall seconds of each phase of the (first) run: build, flops (its count, with the first batch's fetch),
     # evaluate (both held-out passes), warmup, timed, count; where a case's time in the session goes
@@ -90,6 +89,5 @@ def combined(runs: Sequence[Measurement]) -> Measurement:
         host_calls=[calls for run in runs for calls in run.host_calls],
         host_step_calls=[calls for run in runs for calls in run.host_step_calls],
         host_fetch_calls=[calls for run in runs for calls in run.host_fetch_calls],
-        host_torch_calls=[calls for run in runs for calls in run.host_torch_calls],
         work=[counted for run in runs for counted in run.work],
     )

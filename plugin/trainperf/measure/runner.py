@@ -118,7 +118,6 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
         host_calls=[calls.total],
         host_step_calls=[calls.step],
         host_fetch_calls=list(calls.fetches),
-        host_torch_calls=[calls.torch_step],
         work=[] if counted is None else [counted.as_dict()],
         phase_s=phase.seconds,
     )

@@ -64,7 +64,6 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "host_calls": m.host_calls,
             "host_step_calls": m.host_step_calls,
             "host_fetch_calls": m.host_fetch_calls,
-            "host_torch_calls": m.host_torch_calls,
             "work": m.work,
             "confirmation": result.confirmation,
             "baseline_summary_ms": None if result.baseline_summary is None else result.baseline_summary.as_dict(),

@@ -105,7 +105,7 @@ class PerfSession:
             self.accepted[result.key] = result.summary.median
             measured = result.measurement
             figures = host_work_check.history_figures(
-                measured.host_calls, measured.gpu_busy_share, measured.host_step_calls, measured.host_torch_calls
+                measured.host_calls, measured.gpu_busy_share, measured.host_step_calls
             )
             for key, value in figures.items():
                 self.accepted_figures.setdefault(key, {})[result.key] = value
@@ -151,7 +151,6 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "run_medians_ms": m.run_medians_ms or [result.summary.median],
         "host_calls": m.host_calls,
         "host_step_calls": m.host_step_calls,
-        "host_torch_calls": m.host_torch_calls,
         "work": m.work,
         "summary": result.summary.as_dict(),
         "accuracy": {"metric": result.metric_name, "value": m.metric},

@@ -24,8 +24,7 @@ def judged_figures(document: RunDocument) -> dict[str, dict[str, float]]:
         info = case["extra_info"]
         busy = ((info.get("clocks") or {}).get("during") or {}).get("gpu_busy_share")
         calls, step_calls = info.get("host_calls") or [], info.get("host_step_calls") or []
-        torch_calls = info.get("host_torch_calls") or []
-        for key, value in host_work_check.history_figures(calls, busy, step_calls, torch_calls).items():
+        for key, value in host_work_check.history_figures(calls, busy, step_calls).items():
             figures.setdefault(key, {})[case["name"]] = value
     return figures
 

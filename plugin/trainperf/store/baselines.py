@@ -28,12 +28,8 @@ WORK_FIGURES = "ATen ops, synchronizations, copies, kernels and kernel time per 
 REQUIRED_ENTRY_KEYS = ("samples_ms", "summary", "accuracy", "peak_memory_bytes", "fingerprint", "date")
 # accepted nightly runs kept per case under --perf-history, as dashboards keep a window of past nights
 HISTORY_RUNS = 20
-# the host's calls per iteration, its training step's and the step's into torch, of each recorded run and of
-# the runs accepted since
-HOST_CALLS_KEYS = (
-    "host_calls", "host_calls_history", "host_step_calls", "host_step_calls_history", "host_torch_calls",
-    "host_torch_calls_history",
-)  # fmt: skip
+# the host's calls per iteration and its training step's, of each recorded run and of the runs accepted since
+HOST_CALLS_KEYS = ("host_calls", "host_calls_history", "host_step_calls", "host_step_calls_history")
 
 
 class BaselineError(Exception):
@@ -193,7 +189,7 @@ def add_history(
 ) -> list[str]:
     """Append each accepted run's median to its case's ``history_ms``, and each further figure of that run
     (``figures``, by history key: ``host_calls_history``, ``host_step_calls_history``,
-    ``host_torch_calls_history``, ``gpu_busy_history``; a case only where it has one) to that list, each
+    ``gpu_busy_history``; a case only where it has one) to that list, each
     kept to the last ``HISTORY_RUNS``, under the lock; return the cases added. ``board``, the GPU board's
     part number, goes to ``history_boards`` beside its median. A case the file does not hold is left
     out: its history starts with its recording."""
@@ -265,8 +261,6 @@ def stored_calls(entry: Mapping[str, Any]) -> host_work_check.StoredCalls:
         busy,
         step_recorded=entry.get("host_step_calls", []),
         step_history=entry.get("host_step_calls_history", []),
-        torch_recorded=entry.get("host_torch_calls", []),
-        torch_history=entry.get("host_torch_calls_history", []),
     )
 
 
