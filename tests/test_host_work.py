@@ -103,7 +103,8 @@ def test_a_case_making_more_calls_fails_on_its_host_work_with_both_counts(pytest
          "noise 0.0% over 3 runs: more counts beyond 3.0%; * of them in the training step vs * stored (+*%); "
          "noise 0.0% over 3 runs: more counts beyond 3.0%; this run's GPU busy share was not measured*"]
     )  # fmt: skip
-    assert "slower than baseline" not in more.stdout.str()
+    # a busy host may slow the first measurement: its second then passes, and a note tells the first
+    assert not [line for line in more.stdout.lines if "slower than baseline" in line and not line.startswith("note:")]
     junit = (pytester.path / "j.xml").read_text()
     assert 'name="trainperf_min_detectable_host_work" value="0.03"' in junit
     assert 'name="trainperf_slowdown_caught_9_in_10" value="' in junit
