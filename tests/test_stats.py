@@ -32,6 +32,15 @@ def test_confidence_interval_narrows_with_more_samples() -> None:
     assert narrow[1] - narrow[0] <= wide[1] - wide[0]
 
 
+def test_the_medians_ranks_are_scipys_binomial_quantiles() -> None:
+    from scipy.stats import binom
+
+    for n in range(1, 1001):
+        for q in (0.005, 0.025, 0.975, 0.995):
+            assert stats.median_rank(q, n) == binom.ppf(q, n, 0.5), (q, n)
+        assert stats.median_rank(1 - 0.025, n) == binom.isf(0.025, n, 0.5), n
+
+
 @pytest.mark.parametrize("bad", [[], [1.0, math.nan], [math.inf]])
 def test_summarize_rejects_bad_input(bad: list[float]) -> None:
     with pytest.raises(ValueError):
