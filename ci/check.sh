@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU pipeline: lint, types, the workflows' schema, the plugin's own tests (the slow end-to-end ones
-# included) with the research's beside them, then the suite and the example workloads for real.
+# included), then the suite and the example workloads for real.
 # pytest's exit status 5 (no test collected) fails it.
 #   ci/check.sh
 set -euo pipefail
@@ -25,22 +25,11 @@ run_pytest() {
 # hypothesis's pytest plugin costs each of the many pytest processes the tests start most of a second at
 # start, and none of them needs it (its @given tests run without it)
 export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -p no:hypothesispytest"
-# the research's own tests (its studies' parsers and tables), apart from the product's, beside the plugin's:
-# those leave part of the two cores idle, and these time nothing
-research="$(mktemp)"
-(run_pytest research/tests >"$research" 2>&1) &
-research_pid=$!
-# the slow end-to-end sessions too, once, on three xdist workers, each taking the next test when it is free:
-# the tests are CPU-bound processes started, and the toy cases they time step on one thread, so they share
-# the two cores (research/evidence/cpu-timing-noise.md, research/evidence/cpu-ci-time.md)
-tests_status=0
-run_pytest tests --run-slow -n 3 --dist worksteal || tests_status=$?
-research_status=0
-wait "$research_pid" || research_status=$?
-cat "$research"
-rm -f "$research"
-[ "$tests_status" -eq 0 ] || exit "$tests_status"
-[ "$research_status" -eq 0 ] || exit "$research_status"
-# the suite and the examples alone: their cases use every core
+# the slow end-to-end sessions too, once, on three xdist workers: the tests are CPU-bound processes started,
+# and the toy cases they time step on one thread, so they share the two cores
+# (research/evidence/cpu-timing-noise.md, research/evidence/cpu-ci-time.md)
+run_pytest tests --run-slow -n 3
 run_pytest perf_tests
 run_pytest examples
+# the research's own tests (its studies' parsers and tables), apart from the product's
+run_pytest research/tests -n 2
