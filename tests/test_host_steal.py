@@ -53,7 +53,7 @@ def test_the_share_is_steal_over_all_time_between_enter_and_exit(monkeypatch: py
 def test_nothing_is_claimed_where_the_system_cannot_tell(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()
-    assert family_seconds(ended.pid) is None and thread_core(ended.pid) is None  # a process that has ended
+    assert family_seconds(ended.pid) is None and thread_core(ended.pid)() is None  # a process that has ended
     reads(monkeypatch, namedtuple("Reading", "user system idle")(1.0, 1.0, 1.0))  # no steal: not Linux
     assert cpu_times() is None and busy_times() is None
     with StealWatch(tmp_path / "missing", lambda: None, pid=ended.pid) as watch:
@@ -113,7 +113,7 @@ def test_each_core_and_the_core_a_thread_last_ran_on_are_read(tmp_path: Path) ->
     stat.write_text(cores((10, 80, 10), (50, 50, 0)))
     assert core_times(stat) == {0: (10, 100), 1: (0, 100)}
     assert core_times(tmp_path / "missing") == {}
-    assert thread_core(threading.get_native_id()) in os.sched_getaffinity(0)
+    assert thread_core(threading.get_native_id())() in os.sched_getaffinity(0)
 
 
 def test_the_thread_share_counts_each_stretch_on_the_core_the_thread_was_on(

@@ -89,12 +89,21 @@ def family_seconds(pid: int | None = None) -> float | None:
     return seconds
 
 
-def thread_core(thread_id: int) -> int | None:
-    """The core a thread of this machine last ran on; None where it cannot be read."""
+def thread_core(thread_id: int) -> Callable[[], int | None]:
+    """A reader of the core a thread of this machine last ran on (None where it cannot be read): the
+    thread is looked up once, each reading is one read of its stat file."""
     try:
-        return int(psutil.Process(thread_id).cpu_num())
-    except (psutil.Error, AttributeError):  # cpu_num: Linux, FreeBSD and SunOS only
-        return None
+        thread: psutil.Process | None = psutil.Process(thread_id)
+    except psutil.Error:
+        thread = None
+
+    def core() -> int | None:
+        try:
+            return None if thread is None else int(thread.cpu_num())
+        except (psutil.Error, AttributeError):  # cpu_num: Linux, FreeBSD and SunOS only
+            return None
+
+    return core
 
 
 class StealWatch:
@@ -127,8 +136,7 @@ class StealWatch:
 
     def __enter__(self) -> StealWatch:
         if self.core_of_thread is None:
-            thread = threading.get_native_id()
-            self.core_of_thread = lambda: thread_core(thread)
+            self.core_of_thread = thread_core(threading.get_native_id())
         reading = psutil.cpu_times()  # one reading for steal and busy time: the same stretch for both
         self._start, self._busy_start = _times(reading, ("steal",)), _times(reading, BUSY)
         self._own_start = family_seconds(self.pid)
