@@ -17,10 +17,9 @@ from trainperf.measure import host_steal
 from trainperf.measure.host_steal import (
     PROC_STAT,
     StealWatch,
-    busy_times,
     core_times,
-    cpu_times,
     family_seconds,
+    steal_and_busy,
     thread_core,
 )
 
@@ -39,8 +38,9 @@ def reads(monkeypatch: pytest.MonkeyPatch, *readings: object) -> None:
 def test_steal_busy_and_total_are_summed_from_psutils_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     reads(monkeypatch, BEFORE)
     total = 17302.37 + 8.14 + 1465.84 + 24028.85 + 37.84 + 8.24 + 5.91
-    assert cpu_times() == pytest.approx((5.91, total))
-    assert busy_times() == pytest.approx((17302.37 + 8.14 + 1465.84 + 8.24, total))
+    steal, busy = steal_and_busy()
+    assert steal == pytest.approx((5.91, total))
+    assert busy == pytest.approx((17302.37 + 8.14 + 1465.84 + 8.24, total))
 
 
 def test_the_share_is_steal_over_all_time_between_enter_and_exit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,7 +55,7 @@ def test_nothing_is_claimed_where_the_system_cannot_tell(monkeypatch: pytest.Mon
     ended.wait()
     assert family_seconds(ended.pid) is None and thread_core(ended.pid)() is None  # a process that has ended
     reads(monkeypatch, namedtuple("Reading", "user system idle")(1.0, 1.0, 1.0))  # no steal: not Linux
-    assert cpu_times() is None and busy_times() is None
+    assert steal_and_busy() == (None, None)
     with StealWatch(tmp_path / "missing", lambda: None, pid=ended.pid) as watch:
         pass
     assert watch.share is None and watch.thread_share is None and watch.others_share is None

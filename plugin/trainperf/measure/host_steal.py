@@ -38,15 +38,11 @@ def _times(reading: Any, part: tuple[str, ...]) -> Times | None:
     return sum(getattr(reading, name) for name in part), sum(getattr(reading, name) for name in COUNTED)
 
 
-def cpu_times() -> Times | None:
-    """(steal, total) CPU seconds of all cores since boot; None where the system does not count steal."""
-    return _times(psutil.cpu_times(), ("steal",))
-
-
-def busy_times() -> Times | None:
-    """(busy, total) CPU seconds of all cores since boot, busy being the time any process of this machine
-    ran; None where the system does not tell."""
-    return _times(psutil.cpu_times(), BUSY)
+def steal_and_busy() -> tuple[Times | None, Times | None]:
+    """(steal, total) and (busy, total) CPU seconds of all cores since boot, from one reading, busy being
+    the time any process of this machine ran; None where the system does not count steal."""
+    reading = psutil.cpu_times()
+    return _times(reading, ("steal",)), _times(reading, BUSY)
 
 
 def core_times(stat: Path = PROC_STAT) -> dict[int, Times]:
@@ -137,8 +133,7 @@ class StealWatch:
     def __enter__(self) -> StealWatch:
         if self.core_of_thread is None:
             self.core_of_thread = thread_core(threading.get_native_id())
-        reading = psutil.cpu_times()  # one reading for steal and busy time: the same stretch for both
-        self._start, self._busy_start = _times(reading, ("steal",)), _times(reading, BUSY)
+        self._start, self._busy_start = steal_and_busy()  # one reading: the same stretch for both
         self._own_start = family_seconds(self.pid)
         self._cores = core_times(self.stat)
         if self.interval_s is not None and self._cores:
@@ -151,13 +146,12 @@ class StealWatch:
         if self._sampler is not None:
             self._sampler.join()
         self.sample()
-        reading = psutil.cpu_times()
-        end = _times(reading, ("steal",))
+        end, busy = steal_and_busy()
         if self._start is not None and end is not None and end[1] > self._start[1]:
             self.share = round((end[0] - self._start[0]) / (end[1] - self._start[1]), 6)
         steal, total = self._thread_ticks
         self.thread_share = steal / total if total else None
-        self.others_share = self._others_share(_times(reading, BUSY), family_seconds(self.pid))
+        self.others_share = self._others_share(busy, family_seconds(self.pid))
 
     def _others_share(self, busy: Times | None, own: float | None) -> float | None:
         if busy is None or own is None or self._busy_start is None or self._own_start is None:
