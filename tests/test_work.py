@@ -3,6 +3,8 @@ it: exact where the code is, and naming what rose."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from trainperf.judge import work_check
@@ -41,6 +43,17 @@ def test_the_same_step_counts_the_same_work_and_added_ops_and_reads_show_by_name
     added = work.count(*training(extra_ops=5, host_reads=1), cpu)
     assert added.ops_by_name["aten::add"] == base[0].ops_by_name.get("aten::add", 0) + 5
     assert added.ops == base[0].ops + 6 and added.syncs == base[0].syncs + 1  # the read: aten::item
+
+
+def test_counting_on_a_gpu_has_kineto_detach_cupti_unless_the_user_or_torch_chose_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
+    work.release_cupti()
+    assert os.environ["TEARDOWN_CUPTI"] == "1"
+    monkeypatch.setenv("TEARDOWN_CUPTI", "0")  # as torch sets it for CUDA graphs before CUDA 12.6
+    work.release_cupti()
+    assert os.environ["TEARDOWN_CUPTI"] == "0"
 
 
 def test_ops_added_to_a_step_of_many_cheap_calls_show_in_its_ops_where_its_calls_hide_them() -> None:

@@ -10,12 +10,15 @@ make torch.compile fall back to eager). An op is counted where no other ATen op 
 program asked for, not how each op decomposes. In a data-parallel rank, communication kernels are
 counted, their time is not (kept as 0): an NCCL kernel runs until the other ranks reach it, so its
 time is mostly waiting. A rank on the CPU counts nothing: profiling beside gloo's threads corrupted a
-rank's heap.
+rank's heap. On a GPU the profile must not outlive itself: Kineto leaves CUPTI attached after a profile
+unless ``TEARDOWN_CUPTI=1``, and an attached CUPTI slows every later kernel launch of the process, so the
+next case of the session would be timed slower wherever it waits on the host (``release_cupti``).
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import statistics
 import warnings
 from collections.abc import Callable, Iterable
@@ -87,6 +90,8 @@ def count(
     """The work of ``iterations`` training iterations (``step(fetch()[0])``, the fetch included, as in a
     timed iteration), each figure the median over them."""
     cuda = device.type == "cuda"
+    if cuda:
+        release_cupti()
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     counted = []
     with devices.ClockWatch(device) as watch:
@@ -101,6 +106,13 @@ def count(
                 counted[-1].syncs -= cuda  # not the synchronization that ends the counted iteration
     clocks = watch.summary() or {}
     return _median(counted, cuda, clocks.get("mean_sm_clock_mhz"))
+
+
+def release_cupti() -> None:
+    """Have Kineto detach CUPTI when each profile of this process ends (``TEARDOWN_CUPTI=1``), unless the
+    user or torch chose otherwise: torch turns it off itself where CUDA graphs cannot survive it (CUDA
+    before 12.6). Left set for the process: Kineto reads it again when it detaches, after the profile."""
+    os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 
 def _read(events: Iterable[Any], cuda: bool) -> _Iteration:
