@@ -49,10 +49,10 @@ def test_counting_on_a_gpu_has_kineto_detach_cupti_unless_the_user_or_torch_chos
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
-    work.release_cupti()
+    work.detach_cupti()
     assert os.environ["TEARDOWN_CUPTI"] == "1"
     monkeypatch.setenv("TEARDOWN_CUPTI", "0")  # as torch sets it for CUDA graphs before CUDA 12.6
-    work.release_cupti()
+    work.detach_cupti()
     assert os.environ["TEARDOWN_CUPTI"] == "0"
 
 

@@ -12,7 +12,7 @@ counted, their time is not (kept as 0): an NCCL kernel runs until the other rank
 time is mostly waiting. A rank on the CPU counts nothing: profiling beside gloo's threads corrupted a
 rank's heap. On a GPU the profile must not outlive itself: Kineto leaves CUPTI attached after a profile
 unless ``TEARDOWN_CUPTI=1``, and an attached CUPTI slows every later kernel launch of the process, so the
-next case of the session would be timed slower wherever it waits on the host (``release_cupti``).
+next case of the session would be timed slower wherever it waits on the host (``detach_cupti``).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def count(
     timed iteration), each figure the median over them."""
     cuda = device.type == "cuda"
     if cuda:
-        release_cupti()
+        detach_cupti()
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     counted = []
     with devices.ClockWatch(device) as watch:
@@ -108,7 +108,7 @@ def count(
     return _median(counted, cuda, clocks.get("mean_sm_clock_mhz"))
 
 
-def release_cupti() -> None:
+def detach_cupti() -> None:
     """Have Kineto detach CUPTI when each profile of this process ends (``TEARDOWN_CUPTI=1``), unless the
     user or torch chose otherwise: torch turns it off itself where CUDA graphs cannot survive it (CUDA
     before 12.6). Left set for the process: Kineto reads it again when it detaches, after the profile."""
