@@ -9,7 +9,8 @@ import torch
 from trainperf.measure.marked_iteration import marked_iteration
 from trainperf.measure.runner import Prepared, run_case
 from trainperf.profile import launches
-from trainperf.profile.backend import Job, from_capture
+from trainperf.profile.backend import from_capture
+from trainperf.profile.job import Job
 from trainperf.spec.case import CaseSpec
 from trainperf.spec.optimization import Optimization
 

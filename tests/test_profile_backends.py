@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from trainperf.profile import launches, ncu, nsys, tools
-from trainperf.profile.backend import Job, Profile, ProfileError, child_argv, from_capture, run_logged
+from trainperf.profile.backend import Profile, from_capture
+from trainperf.profile.job import Job, ProfileError, child_argv, run_logged
 from trainperf.profile.ncu_raw import read_ncu_raw
 from trainperf.profile.profiler import case_folder, choose_backend
 from trainperf.profile.roofline import roofline

@@ -21,7 +21,6 @@ from trainperf.measure import fresh_process, time_limit
 from trainperf.measure.errors import first_line
 from trainperf.measure.measurement import Measurement, combined
 from trainperf.measure.runner import free_memory, run_case
-from trainperf.profile.profiler import selected
 from trainperf.record.result import CaseResult
 from trainperf.record.session import PerfSession
 from trainperf.report import junit, lines
@@ -86,12 +85,12 @@ class TrainPerf:
         measurement = result.measurement
         if measurement.communication is not None and self.session.profiling is not None:
             self.session.note(f"{spec.key}: not profiled: a data-parallel case runs one process per GPU")
-        elif self.session.profiling is not None and selected(
-            self.session.settings.profile_cases, result.key, bool(checks.failures(result.checks))
-        ):
+        elif self.session.profiling is not None:  # the profilers load only here: a measuring process needs none
             from trainperf.hooks.attach_profile import attach_profile
+            from trainperf.profile.profiler import selected
 
-            attach_profile(self.session, self.selector or self.nodeid, result)
+            if selected(self.session.settings.profile_cases, result.key, bool(checks.failures(result.checks))):
+                attach_profile(self.session, self.selector or self.nodeid, result)
         entry = record_case(self.session, result)
         for name, value in junit.properties(entry).items():
             self.record_property(name, value)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainperf.measure.measurement import Measurement
-from trainperf.profile.backend import Job, ProfileError, child_argv, run_logged
 from trainperf.profile.child import MEASUREMENT
+from trainperf.profile.job import Job, ProfileError, child_argv, run_logged
 
 
 class IsolatedRunError(RuntimeError):

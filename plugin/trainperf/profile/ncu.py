@@ -11,7 +11,8 @@ import re
 
 import pandas as pd
 
-from trainperf.profile.backend import Backend, Job, Profile, ProfileError, child_argv, require_child_ran, run_logged
+from trainperf.profile.backend import Backend, Profile
+from trainperf.profile.job import Job, ProfileError, child_argv, require_child_ran, run_logged
 from trainperf.profile.launches import ProfileFormatError, short_name
 from trainperf.profile.ncu_raw import read_ncu_raw
 from trainperf.profile.roofline import PIPE, PIPE_FLOPS, RooflinePoint, roofline

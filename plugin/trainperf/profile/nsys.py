@@ -4,15 +4,8 @@ kernels inside CUDA graphs included; ``nsys export --type sqlite`` gives its ker
 from __future__ import annotations
 
 from trainperf.profile import launches
-from trainperf.profile.backend import (
-    Job,
-    Profile,
-    ProfileError,
-    child_argv,
-    from_capture,
-    require_child_ran,
-    run_logged,
-)
+from trainperf.profile.backend import Profile, from_capture
+from trainperf.profile.job import Job, ProfileError, child_argv, require_child_ran, run_logged
 from trainperf.profile.tools import Tool
 
 REPORT = "nsys"  # nsys.nsys-rep and nsys.sqlite in the job's folder

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainperf.profile import tools
-from trainperf.profile.backend import Backend, Job, Profile, ProfileError
+from trainperf.profile.backend import Backend, Profile
+from trainperf.profile.job import Job, ProfileError
 from trainperf.profile.ncu import NcuProfiler
 from trainperf.profile.nsys import NsysProfiler
 from trainperf.profile.torchprof import TorchProfiler

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainperf.profile import backend, launches
-from trainperf.profile.backend import Job, Profile, ProfileError
+from trainperf.profile.backend import Profile
 from trainperf.profile.child import TRACE
+from trainperf.profile.job import Job, ProfileError, child_argv, require_child_ran, run_logged
 
 
 class TorchProfiler:
@@ -18,8 +19,8 @@ class TorchProfiler:
         self.tool = f"torch.profiler {torch_version}"
 
     def profile(self, job: Job) -> Profile:
-        backend.run_logged(backend.child_argv(job, torch_trace=True), job, "torch.log")
-        backend.require_child_ran(job)
+        run_logged(child_argv(job, torch_trace=True), job, "torch.log")
+        require_child_ran(job)
         return _from_trace(job.out_dir / TRACE, self.tool, job)
 
 

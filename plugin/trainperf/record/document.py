@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from pytest_benchmark import __version__ as pytest_benchmark_version
 from pytest_benchmark.stats import Stats
 
@@ -28,6 +27,8 @@ from trainperf.record.result import CaseEntry, CaseResult
 from trainperf.store.provenance import commit_info
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from trainperf.record.session import PerfSession
 
 
@@ -270,6 +271,8 @@ def _recorded_by_all(documents: list[RunDocument]) -> dict[str, Any]:
 
 def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row of figures per case (numbers, not text; None where a figure is unknown)."""
+    import pandas as pd  # here: every process that measures a case loads this module, only reports need it
+
     rows = []
     for case in cases:
         info = case["extra_info"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainperf.profile.profiler import CaseProfile
+if TYPE_CHECKING:  # a profile exists only with --profile: its tables stay out of processes that measure
+    from trainperf.profile.profiler import CaseProfile
 
 
 def top_records(case: CaseProfile) -> list[dict[str, Any]]:

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from trainperf.judge import stats
 from trainperf.judge.checks import Check
 from trainperf.judge.checks import verdict as verdict_of
 from trainperf.judge.policy import Detection
 from trainperf.measure.measurement import Measurement
-from trainperf.profile.profiler import CaseProfile
+
+if TYPE_CHECKING:  # a profile exists only with --profile: its tables stay out of processes that measure
+    from trainperf.profile.profiler import CaseProfile
 
 # data-parallel processes on the CPU share this machine's cores (and the single-process reference had
 # them all): their speedup over it says nothing of how training scales

@@ -9,7 +9,7 @@ import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,11 +21,13 @@ from trainperf.measure.fresh_process import Children
 from trainperf.measure.launcher import Launch
 from trainperf.measure.measurement import Measurement
 from trainperf.profile.child import ChildRun
-from trainperf.profile.profiler import ProfileSetup
 from trainperf.record.result import CaseEntry, CaseResult
 from trainperf.spec.workload import FULL, TINY
 from trainperf.store import baselines
 from trainperf.store.provenance import git_commit
+
+if TYPE_CHECKING:  # with --profile only: the profilers and their tables stay out of processes that measure
+    from trainperf.profile.profiler import ProfileSetup
 
 # what a baseline keeps (as "host") of the machine it was recorded on: the host's time to issue an op, the
 # GPU's busy share and its mean SM clock, against which a later failure's figures are set

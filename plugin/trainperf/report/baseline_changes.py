@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from trainperf.store.baselines import Change, detects_listed, runs_listed
 
 FILE = "baseline-changes.md"
@@ -18,6 +16,8 @@ DETECTS = (
 
 
 def changes_markdown(changes: list[Change], baseline_file: Path, device: str) -> str:
+    import pandas as pd  # here: every process that measures a case loads this module, few write the table
+
     table = pd.DataFrame(
         {
             "case": [c.case for c in changes],
