@@ -259,7 +259,8 @@ import pytest
 from toy_workload import Toy
 from trainperf import Optimization
 
-REFERENCE = Optimization("reference", options={"sleep_ms": 10.0})
+# the reference's own time is not judged here: at the largest floor, a busy host's stall does not fail it
+REFERENCE = Optimization("reference", options={"sleep_ms": 10.0}, slowdown_floor=0.10)
 CASES = [REFERENCE] + [
     Optimization(name, options={"sleep_ms": 10.0}, min_speedup={"cpu": 1.5}) for name in ("noisy", "steady")
 ]
