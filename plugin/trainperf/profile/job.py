@@ -28,7 +28,7 @@ class ProfileError(RuntimeError):
 
 @dataclass(frozen=True)
 class Job:
-    """One case to profile: the test node, where its child runs, where it writes, how long it may take."""
+    """One child's run: the test node it re-runs, where it runs and writes, and how long it may take."""
 
     nodeid: str
     rootdir: Path
