@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,18 @@ def test_a_case_whose_gpu_waits_states_the_rise_in_host_calls_it_catches() -> No
     calls = host_work_check.StoredCalls(recorded=[5000, 5000, 5000], gpu_busy_shares=[0.6])
     found = policy.detection(CASE, None, calls, measured(0.6))
     assert found == policy.Detection(host_work=pytest.approx(checks.DEFAULT_FLOOR))
+
+
+def test_a_case_whose_kernels_were_timed_states_the_rise_in_kernel_time_it_catches() -> None:
+    recorded = [{"kernel_ms": 10.0, "kernel_ms_spread": 0.1}, {"kernel_ms": 10.5}, {"kernel_ms": 10.2}]
+    now = dataclasses.replace(measured(0.99), work=[{"kernel_ms": 10.1, "kernel_ms_spread": 0.2}])
+    found = policy.detection(CASE, None, None, now, recorded)
+    assert found.kernel_time == pytest.approx(0.5 / 10.2)  # the recorded runs spread 0.5 ms about 10.2: past the floor
+    quiet = [{"kernel_ms": 10.0}, {"kernel_ms": 10.0}, {"kernel_ms": 10.0}]
+    assert policy.detection(CASE, None, None, now, quiet).kernel_time == pytest.approx(checks.DEFAULT_FLOOR)
+    ranks = Optimization("ddp", ddp={})  # a data-parallel case's kernel time is noted, not judged
+    assert policy.detection(ranks, None, None, now, recorded).kernel_time is None
+    assert policy.detection(CASE, None, None, measured(0.99), recorded).kernel_time is None  # none timed now
 
 
 def test_no_check_name_is_a_string_outside_the_enum() -> None:

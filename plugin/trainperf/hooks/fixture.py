@@ -350,6 +350,6 @@ class TrainPerf:
             checks=judged,
             peak_flops=session.peak_flops,
             baseline_summary=None if stored is None else stats.summarize(stored.samples_ms),
-            detection=policy.detection(optimization, stored, calls, measurement),
+            detection=policy.detection(optimization, stored, calls, measurement, session.stored_work(spec.key)),
             reference_samples_per_iteration=reference.samples_per_iteration,
         )

@@ -207,11 +207,13 @@ def slowdown_floor(optimization: Optimization) -> float:
 class Detection:
     """What the gate catches of a case at its measured noise: the slowdown it fails (``slowdown``, its
     threshold: one that size is caught about half the time), the slowdown it catches nine times in ten at
-    both measurements, and the rise in host calls per iteration it fails where those are judged."""
+    both measurements, the rise in host calls per iteration it fails where those are judged, and the rise
+    in GPU kernel time per iteration it fails where that is judged."""
 
     slowdown: float | None = None
     slowdown_9_in_10: float | None = None
     host_work: float | None = None
+    kernel_time: float | None = None
 
 
 def detection(
@@ -219,15 +221,20 @@ def detection(
     stored: checks.Baseline | None,
     stored_calls: host_work_check.StoredCalls | None,
     measurement: Measurement,
+    stored_work: Sequence[Mapping[str, Any]] = (),
 ) -> Detection:
     """The case's detection figures, each None where it cannot be told: the slowdowns without a baseline,
     the nine-in-ten one without measured noise, the host work where it is not judged."""
     floor = slowdown_floor(optimization)
     calls = host_work_check.threshold(stored_calls, measurement.gpu_busy_share, floor)
+    now = measurement.work[0] if measurement.work else None
+    kernels = None  # judged where both this run and the recorded ones timed kernels, and not data-parallel
+    if now is not None and now.get("kernel_ms") and any(run.get("kernel_ms") for run in stored_work):
+        kernels = None if optimization.ddp is not None else work_check.kernel_time_allowed(now, stored_work, floor)
     if stored is None:
-        return Detection(host_work=calls)
+        return Detection(host_work=calls, kernel_time=kernels)
     noise = stored.noise(floor)
-    return Detection(noise.threshold, stats.reliably_caught(noise), calls)
+    return Detection(noise.threshold, stats.reliably_caught(noise), calls, kernels)
 
 
 def as_note(check: checks.Check) -> checks.Check:

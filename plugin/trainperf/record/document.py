@@ -61,6 +61,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "min_detectable_slowdown": result.detection.slowdown,
             "slowdown_caught_9_in_10": result.detection.slowdown_9_in_10,
             "min_detectable_host_work": result.detection.host_work,
+            "min_detectable_kernel_time": result.detection.kernel_time,
             "run_medians_ms": m.run_medians_ms or [result.summary.median],
             "host_calls": m.host_calls,
             "host_step_calls": m.host_step_calls,

@@ -25,6 +25,7 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
         "trainperf_min_detectable_slowdown": info["min_detectable_slowdown"],
         "trainperf_slowdown_caught_9_in_10": info.get("slowdown_caught_9_in_10"),
         "trainperf_min_detectable_host_work": info.get("min_detectable_host_work"),
+        "trainperf_min_detectable_kernel_time": info.get("min_detectable_kernel_time"),
         "trainperf_host_calls": host_work_check.typical(calls or []),
         "trainperf_samples_per_s": round(info["samples_per_second"], 1),
         "trainperf_sample_unit": info["sample_unit"],
