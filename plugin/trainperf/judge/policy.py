@@ -228,9 +228,9 @@ def detection(
     floor = slowdown_floor(optimization)
     calls = host_work_check.threshold(stored_calls, measurement.gpu_busy_share, floor)
     now = measurement.work[0] if measurement.work else None
-    kernels = None  # judged where both this run and the recorded ones timed kernels, and not data-parallel
-    if now is not None and now.get("kernel_ms") and any(run.get("kernel_ms") for run in stored_work):
-        kernels = None if optimization.ddp is not None else work_check.kernel_time_allowed(now, stored_work, floor)
+    kernels = None  # judged where this run and the recorded ones timed kernels, but not data-parallel (_kernel_time)
+    if now and now.get("kernel_ms") and any(run.get("kernel_ms") for run in stored_work) and optimization.ddp is None:
+        kernels = work_check.kernel_time_allowed(now, stored_work, floor)
     if stored is None:
         return Detection(host_work=calls, kernel_time=kernels)
     noise = stored.noise(floor)
