@@ -56,6 +56,28 @@ def test_counting_on_a_gpu_has_kineto_detach_cupti_unless_the_user_or_torch_chos
     assert os.environ["TEARDOWN_CUPTI"] == "0"
 
 
+def test_the_counted_iterations_share_one_profile_and_each_keeps_its_own_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One profile a count: on a GPU, a profile started right after another one loses its kernels to
+    Kineto's pending CUPTI teardown. Split at the iterations' ranges, each iteration keeps its own ops."""
+    opened = []
+    monkeypatch.setattr(work, "profile", lambda **kwargs: opened.append(kwargs) or torch.profiler.profile(**kwargs))
+    model = torch.nn.Linear(8, 1)
+    calls = []
+
+    def step(batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        calls.append(None)
+        loss = torch.nn.functional.mse_loss(model(batch[0]), batch[1])
+        for _ in range(5 * (len(calls) - 1)):  # 0, 5, then 10 more adds
+            loss = loss + 0
+        loss.backward()
+        return loss
+
+    fetch = training()[1]
+    counted = work.count(step, fetch, torch.device("cpu"))
+    assert len(opened) == 1 and len(calls) == work.COUNTED_ITERATIONS
+    assert counted.ops_by_name["aten::add"] == 5 and counted.spreads["ops"] == 10
+
+
 def test_ops_added_to_a_step_of_many_cheap_calls_show_in_its_ops_where_its_calls_hide_them() -> None:
     """The host calls of a step of many cheap Python calls barely move when ops are added to it; its ATen
     ops count each one."""

@@ -12,26 +12,31 @@ counted, their time is not (kept as 0): an NCCL kernel runs until the other rank
 time is mostly waiting. A rank on the CPU counts nothing: profiling beside gloo's threads corrupted a
 rank's heap. On a GPU the profile must not outlive itself: Kineto leaves CUPTI attached after a profile
 unless ``TEARDOWN_CUPTI=1``, and an attached CUPTI slows every later kernel launch of the process, so the
-next case of the session would be timed slower wherever it waits on the host (``detach_cupti``).
+next case of the session would be timed slower wherever it waits on the host (``detach_cupti``). The
+counted iterations share one profile, split at the range around each: Kineto tears CUPTI down on a
+thread of its own after a profile, and a profile started soon after another one loses its GPU activity
+to that pending teardown (no kernels, no synchronizing calls), so one profile a count, never one an
+iteration.
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 import os
 import statistics
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, record_function
 
 from trainperf.measure import device as devices
 
 COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its optimizer step does not move it
+COUNTED_RANGE = "trainperf_counted_iteration"  # the profiler range around each counted iteration
 # ops that read a tensor's value on the host (.item(), bool(), float()): on a GPU each waits for it
 HOST_READS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero"})
 # the CUDA runtime's calls that make the host wait for the device (cudaMemcpyAsync does not: not counted)
@@ -93,19 +98,30 @@ def count(
     if cuda:
         detach_cupti()
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
-    counted = []
-    with devices.ClockWatch(device) as watch:
+    with devices.ClockWatch(device) as watch, profile(activities=activities) as profiler:
         for _ in range(iterations):
-            with warnings.catch_warnings():  # that events are cleared after each profile: one profile each
-                warnings.filterwarnings("ignore", message=".*Profiler clears events")
-                with profile(activities=activities) as profiler:
-                    step(fetch()[0])
-                    if cuda:
-                        torch.cuda.synchronize(device)
-                counted.append(_read(profiler.events(), cuda))
-                counted[-1].syncs -= cuda  # not the synchronization that ends the counted iteration
+            with record_function(COUNTED_RANGE):
+                step(fetch()[0])
+                if cuda:
+                    torch.cuda.synchronize(device)
+    counted = [_read(events, cuda) for events in by_iteration(profiler.events())]
+    for iteration in counted:
+        iteration.syncs -= cuda  # not the synchronization that ends the counted iteration
     clocks = watch.summary() or {}
     return _median(counted, cuda, clocks.get("mean_sm_clock_mhz"))
+
+
+def by_iteration(events: Iterable[Any]) -> list[list[Any]]:
+    """A profile's events split by counted iteration, each to the last iteration whose range opened
+    before it started: a kernel starts after the iteration that launched it opened and, as that
+    iteration ends by waiting for the device, before the next one opens."""
+    events = list(events)
+    opened = sorted(e.time_range.start for e in events if e.name == COUNTED_RANGE and e.device_type == DeviceType.CPU)
+    split: list[list[Any]] = [[] for _ in opened]
+    for event in events:
+        if event.name != COUNTED_RANGE:
+            split[max(bisect.bisect_right(opened, event.time_range.start) - 1, 0)].append(event)
+    return split
 
 
 def detach_cupti() -> None:
