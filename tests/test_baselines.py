@@ -42,6 +42,17 @@ def test_update_writes_merges_and_reports_changes(tmp_path: Path) -> None:
     ]
 
 
+def test_an_entry_the_schema_refuses_is_not_written_and_the_file_still_loads(tmp_path: Path) -> None:
+    """A count below zero (a profile that lost its GPU activity) once went into a file that then failed
+    every later load; the entry is refused and the file keeps what it had."""
+    path = baselines.baseline_path(tmp_path, "dev")
+    baselines.update(path, "dev", {"w/a": entry(10.0)})
+    lost = {**entry(5.0), "work": [{"ops": 620, "syncs": -1, "copies": 0, "kernels": 0, "kernel_ms": 0.0}]}
+    with pytest.raises(baselines.InvalidEntry, match=r"dev.json: not written: case 'w/b' needs 'work' as "):
+        baselines.update(path, "dev", {"w/b": lost})
+    assert set(baselines.load(path)) == {"w/a"}
+
+
 def test_changes_show_each_recorded_run_so_that_a_stray_run_stands_out(tmp_path: Path) -> None:
     path = baselines.baseline_path(tmp_path, "dev")
     recorded = {**entry(44.0), "run_medians_ms": [70.22, 31.36, 30.35]}

@@ -47,11 +47,13 @@ def save_progress(perf: PerfSession) -> None:
 def _write_baseline(perf: PerfSession, key: str) -> None:
     """Merge one recorded case into this device's file as soon as it finishes, so that a run cut short
     (a CI time limit, a kill) keeps every case it finished. A failed write stops the writes; ``publish``
-    reports it at the run's end."""
+    reports it at the run's end. An entry the file's schema refuses is that case's note alone."""
     if perf.baseline_error is not None:
         return
     try:
         perf.changes += baselines.update(perf.baseline_file, perf.fingerprint.slug, {key: perf.pending[key]})
+    except baselines.InvalidEntry as error:
+        perf.note(f"baseline of {key} {error}")
     except (baselines.BaselineError, OSError) as error:
         perf.baseline_error = error
 

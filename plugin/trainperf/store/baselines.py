@@ -36,6 +36,11 @@ class BaselineError(Exception):
     """A baseline file that cannot be used; the message names the file and what to do."""
 
 
+class InvalidEntry(BaselineError):
+    """A recorded entry the file's schema refuses (a count below zero, say): that case is not written,
+    and the file stays one that loads."""
+
+
 @dataclass(frozen=True)
 class Change:
     """One case's baseline before and after an update (None when absent), with the new entry's run
@@ -100,13 +105,18 @@ def load(path: Path, folder_source: str = "--baseline-dir") -> dict[str, dict[st
 def _validated(path: Path, document: Any) -> dict[str, dict[str, Any]]:
     """The file's cases, checked against its published JSON Schema (``docs/schema``); the first error
     found names the file, the case and the field, in the schema's words."""
+    problem = _first_problem(document)
+    if problem is not None:
+        raise BaselineError(f"{path}: {problem}")
+    cases: dict[str, dict[str, Any]] = document["cases"]
+    return cases
+
+
+def _first_problem(document: Any) -> str | None:
     from jsonschema.exceptions import best_match
 
     error = best_match(_validator().iter_errors(document))
-    if error is not None:
-        raise BaselineError(f"{path}: {_problem(error, document)}")
-    cases: dict[str, dict[str, Any]] = document["cases"]
-    return cases
+    return None if error is None else _problem(error, document)
 
 
 def _problem(error: Any, document: Any) -> str:
@@ -169,7 +179,12 @@ def lacking_work(path: Path, cases: Mapping[str, Mapping[str, Any]]) -> str | No
 
 
 def update(path: Path, device_slug: str, entries: Mapping[str, dict[str, Any]]) -> list[Change]:
-    """Merge ``entries`` into the file under a lock and replace it atomically; return the changes."""
+    """Merge ``entries`` into the file under a lock and replace it atomically; return the changes. Entries
+    the schema refuses raise InvalidEntry and leave the file as it was: a file that no longer loads would
+    stop every later run."""
+    problem = _first_problem({"schema_version": SCHEMA_VERSION, "device": device_slug, "cases": dict(entries)})
+    if problem is not None:
+        raise InvalidEntry(f"{path}: not written: {problem}")
     path.parent.mkdir(parents=True, exist_ok=True)
     target = followed(path)
     with locked_file.locked(target):
