@@ -78,6 +78,25 @@ def test_the_counted_iterations_share_one_profile_and_each_keeps_its_own_ops(mon
     assert counted.ops_by_name["aten::add"] == 5 and counted.spreads["ops"] == 10
 
 
+def test_what_the_profiler_does_outside_the_counted_iterations_is_no_iterations_work() -> None:
+    """torch.profiler synchronizes with the device as its profile ends, after the last counted iteration:
+    counted in it, that iteration alone would read one synchronization more, and a case's allowance for
+    added synchronizations would be one."""
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType  # type: ignore[attr-defined]
+
+    def event(name: str, start: float, end: float, device: DeviceType = DeviceType.CPU) -> SimpleNamespace:
+        return SimpleNamespace(name=name, device_type=device, time_range=SimpleNamespace(start=start, end=end))
+
+    ranges = [event(work.COUNTED_RANGE, start, start + 10) for start in (0, 20, 40)]
+    launches = [event("gemm", start + 2, start + 8, DeviceType.CUDA) for start in (0, 20, 40)]
+    syncs = [event("cudaDeviceSynchronize", start + 9, start + 10) for start in (0, 20, 40)]
+    profilers = [event("cudaDeviceSynchronize", 51, 52), event("cudaDeviceSynchronize", 15, 16)]
+    split = work.by_iteration([*profilers, *ranges, *launches, *syncs])
+    assert [[e.name for e in iteration] for iteration in split] == [["gemm", "cudaDeviceSynchronize"]] * 3
+
+
 def test_ops_added_to_a_step_of_many_cheap_calls_show_in_its_ops_where_its_calls_hide_them() -> None:
     """The host calls of a step of many cheap Python calls barely move when ops are added to it; its ATen
     ops count each one."""

@@ -25,6 +25,7 @@ import bisect
 import collections
 import os
 import statistics
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,7 +99,8 @@ def count(
     if cuda:
         detach_cupti()
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
-    with devices.ClockWatch(device) as watch, profile(activities=activities) as profiler:
+    with devices.ClockWatch(device) as watch, warnings.catch_warnings(), profile(activities=activities) as profiler:
+        warnings.filterwarnings("ignore", message=".*Profiler clears events")  # one profile: nothing to keep
         for _ in range(iterations):
             with record_function(COUNTED_RANGE):
                 step(fetch()[0])
@@ -112,15 +114,21 @@ def count(
 
 
 def by_iteration(events: Iterable[Any]) -> list[list[Any]]:
-    """A profile's events split by counted iteration, each to the last iteration whose range opened
-    before it started: a kernel starts after the iteration that launched it opened and, as that
-    iteration ends by waiting for the device, before the next one opens."""
+    """A profile's events split by counted iteration: each to the iteration whose range it started in. A
+    kernel starts inside the iteration that launched it, which ends by waiting for the device; what the
+    profiler does outside the ranges (the synchronization that ends its profile) is no iteration's."""
     events = list(events)
-    opened = sorted(e.time_range.start for e in events if e.name == COUNTED_RANGE and e.device_type == DeviceType.CPU)
-    split: list[list[Any]] = [[] for _ in opened]
+    ranges = sorted(
+        (e.time_range.start, e.time_range.end)
+        for e in events
+        if e.name == COUNTED_RANGE and e.device_type == DeviceType.CPU
+    )
+    opened = [start for start, _ in ranges]
+    split: list[list[Any]] = [[] for _ in ranges]
     for event in events:
-        if event.name != COUNTED_RANGE:
-            split[max(bisect.bisect_right(opened, event.time_range.start) - 1, 0)].append(event)
+        index = bisect.bisect_right(opened, event.time_range.start) - 1
+        if event.name != COUNTED_RANGE and index >= 0 and event.time_range.start <= ranges[index][1]:
+            split[index].append(event)
     return split
 
 
