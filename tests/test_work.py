@@ -136,6 +136,17 @@ def test_the_check_fails_on_one_more_op_where_the_recorded_runs_agree_and_names_
     assert more.message.endswith("(+600 aten::add per iteration)")
 
 
+def test_synchronizations_recorded_by_the_first_counter_are_not_judged_and_the_pass_says_so() -> None:
+    """The first counter read the profiler's own synchronization in each iteration: one more than now."""
+    first = [{"ops": 100, "syncs": 2, "ops_by_name": {}}] * 3
+    now = {"ops": 100, "syncs": 2, "ops_by_name": {}, "counter": work.COUNTER}
+    found = work_check.work_check("w/a", now, first)
+    assert found is not None and found.passed is True
+    assert "synchronizations not judged: recorded by an earlier counter" in found.message
+    same = work_check.work_check("w/a", now, [{**first[0], "syncs": 1, "counter": work.COUNTER}])
+    assert same is not None and same.passed is False and "synchronizations 2 against 1 recorded" in same.message
+
+
 def test_the_check_allows_the_spread_its_recorded_runs_show_and_notes_an_entry_without_work() -> None:
     recorded = [{"ops": 100, "ops_by_name": {}}, {"ops": 104, "ops_by_name": {}}]
     within = work_check.work_check("w/a", {"ops": 108, "ops_by_name": {}}, recorded)

@@ -38,6 +38,9 @@ from trainperf.measure import device as devices
 
 COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its optimizer step does not move it
 COUNTED_RANGE = "trainperf_counted_iteration"  # the profiler range around each counted iteration
+# how the work was counted, kept with it: 2, in one profile, only inside the iterations (counter 1 read one
+# synchronization more an iteration: the one that ends each of its profiles)
+COUNTER = 2
 # ops that read a tensor's value on the host (.item(), bool(), float()): on a GPU each waits for it
 HOST_READS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero"})
 # the CUDA runtime's calls that make the host wait for the device (cudaMemcpyAsync does not: not counted)
@@ -72,6 +75,7 @@ class Work:
             "kernels": self.kernels,
             "kernel_ms": self.kernel_ms,
             "sm_clock_mhz": self.sm_clock_mhz,
+            "counter": COUNTER,
             **{f"{key}_spread": spread for key, spread in self.spreads.items()},
             "ops_by_name": self.ops_by_name,
             "kernels_by_name": self.kernels_by_name,
