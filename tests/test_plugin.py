@@ -82,7 +82,7 @@ def test_slower_case_fails_naming_case_and_delta(toy_suite) -> None:
     slowed.stdout.fnmatch_lines(
         [
             "*toy/variant: slower than baseline: median * ms vs baseline * ms (+*%); noise *% over 3 runs*: "
-            "a slowdown counts beyond *%; this host issued an op in * µs, * µs where recorded (*)* "
+            "a slowdown counts beyond *%;*this host issued an op in * µs, * µs where recorded (*)* "
             "(first measurement: toy/variant: slower than baseline: *)",
             "note: toy/variant: confirmed by a second measurement at the end of the session (* s, * s after the "
             "first), median * ms (+*% against the baseline), speedup *x; the first: toy/variant: slower than *",
