@@ -53,7 +53,7 @@ def _write_baseline(perf: PerfSession, key: str) -> None:
     try:
         perf.changes += baselines.update(perf.baseline_file, perf.fingerprint.slug, {key: perf.pending[key]})
     except baselines.InvalidEntry as error:
-        perf.note(f"baseline of {key} {error}")
+        perf.note(f"baseline {error}")
     except (baselines.BaselineError, OSError) as error:
         perf.baseline_error = error
 
