@@ -3,26 +3,26 @@
 # examples/test_text_classifier.py) into a copy of the committed baselines, then run them strict against
 # it, unchanged (aaN) or with a regression injected (spinN, opsN, syncN: inject_regression.py).
 #   RUNS="aa1 spin1 ops1 sync1" bash research/experiments/gate_runs.sh   (no RECORD=0: record first)
-# Without RECORD=0 the examples are recorded afresh; with it, they are judged against bl/nvidia-h200.json
-# (the committed file where bl/ holds none).
+# Without RECORD=0 the examples are recorded afresh; with it, they are judged against .trust/bl/nvidia-h200.json
+# (a copy of the committed file where none is there yet; record_runs.sh records into it too).
 set -u
 files="examples/test_denoiser.py examples/test_text_classifier.py"
-mkdir -p bl
-[ -e bl/nvidia-h200.json ] || cp baselines/nvidia-h200.json bl/
+mkdir -p .trust/bl
+[ -e .trust/bl/nvidia-h200.json ] || cp baselines/nvidia-h200.json .trust/bl/
 if [ "${RECORD:-1}" = 1 ]; then
   echo "== rec $(date -u +%T)"
-  STOP_AFTER=300 bash ci/device_pytest.sh rec $files --baseline-dir=bl --update-baselines -q
-  cp bl/nvidia-h200.json "$OUT/"
+  STOP_AFTER=300 bash ci/device_pytest.sh rec $files --baseline-dir=.trust/bl --update-baselines -q
+  cp .trust/bl/nvidia-h200.json "$OUT/"
 fi
 for name in ${RUNS:-aa1 spin1 ops1 sync1}; do
   kind=${name%%[0-9]*}
   echo "== $name $(date -u +%T)"
   if [ "$kind" = aa ]; then
-    STOP_AFTER=150 bash ci/device_pytest.sh "$name" $files --baseline-dir=bl --perf-strict -q -rs
+    STOP_AFTER=150 bash ci/device_pytest.sh "$name" $files --baseline-dir=.trust/bl --perf-strict -q -rs
   else
-    INJECT=$kind INJECT_BASELINES=$PWD/bl/nvidia-h200.json PYTHONPATH=$PWD/research/experiments${PYTHONPATH:+:$PYTHONPATH} \
+    INJECT=$kind INJECT_BASELINES=$PWD/.trust/bl/nvidia-h200.json PYTHONPATH=$PWD/research/experiments${PYTHONPATH:+:$PYTHONPATH} \
       PYTEST_ADDOPTS="-p inject_regression" STOP_AFTER=150 \
-      bash ci/device_pytest.sh "$name" $files --baseline-dir=bl --perf-strict -q -rs
+      bash ci/device_pytest.sh "$name" $files --baseline-dir=.trust/bl --perf-strict -q -rs
   fi
 done
 echo "== end $(date -u +%T)"
