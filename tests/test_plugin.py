@@ -156,7 +156,7 @@ import pytest
 from toy_workload import Toy
 from trainperf import Optimization
 
-CASES = [Optimization("reference", options=FIRST), Optimization("variant", options={"sleep_ms": 10.0})]
+CASES = [Optimization("reference", options=FIRST), Optimization("variant", options={"sleep_ms": 40.0})]
 
 @pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
 def test_toy(trainperf, optimization):
