@@ -350,6 +350,13 @@ class TrainPerf:
             checks=judged,
             peak_flops=session.peak_flops,
             baseline_summary=None if stored is None else stats.summarize(stored.samples_ms),
-            detection=policy.detection(optimization, stored, calls, measurement, session.stored_work(spec.key)),
+            detection=policy.detection(
+                optimization,
+                stored,
+                calls,
+                measurement,
+                session.stored_work(spec.key),
+                host_paced=bool(policy.host_paced_shares(figures)),
+            ),
             reference_samples_per_iteration=reference.samples_per_iteration,
         )

@@ -2,11 +2,12 @@
 are measured again before they stand, and which cases count as judged.
 
 Every check reads the same ``Figures`` and returns a ``Check`` (or None where it does not apply), as
-``CHECKS`` lists them. A case is judged on accuracy and on time against its stored baseline, and where
-its GPU waits for the host on its host work; a case other than the reference also on its speedup (a
-shortfall within the measured noise of the case and its reference passes) and its peak memory. Under
-``--update-baselines`` a slower time or more host work is reported, not failed; on a throttled GPU
-neither the time nor the speedup is judged. Pure: no torch, no pytest.
+``CHECKS`` lists them. A case is judged on accuracy, on its work and kernel time, and on time against its
+stored baseline (on a GPU that waited for the host where recorded, only once runs of later sessions
+measured that time's noise), and where its GPU waits for the host on its host work; a case other than
+the reference also on its speedup (a shortfall within the measured noise of the case and its reference
+passes) and its peak memory. Under ``--update-baselines`` a slower time or more host work is reported,
+not failed; on a throttled GPU neither the time nor the speedup is judged. Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
@@ -75,7 +76,20 @@ def _accuracy(f: Figures) -> Check:
 
 def _time(f: Figures) -> Check:
     found = checks.baseline_check(f.key, f.measurement.samples_ms, f.stored, strict=f.strict, floor=f.floor)
+    waited = host_paced_shares(f)
+    if waited:
+        return checks.host_paced(f.key, found, waited)
     return checks.with_host(found, f.measurement.clocks.get("during") or {}, f.stored)
+
+
+def host_paced_shares(f: Figures) -> list[float]:
+    """The stored GPU busy shares below ``HOST_BOUND_BUSY`` of a case on a GPU whose baseline has fewer
+    than ``CALIBRATION_RUNS`` runs of later sessions: where this is not empty its time is not judged
+    (``checks.host_paced``). On the CPU the host is the device, and its time is judged."""
+    if f.device_type != "cuda" or f.stored is None or len(f.stored.history_ms) >= checks.CALIBRATION_RUNS:
+        return []
+    shares = () if f.stored_calls is None else f.stored_calls.gpu_busy_shares
+    return [busy for busy in shares if busy < checks.HOST_BOUND_BUSY]
 
 
 def _host_work(f: Figures) -> Check | None:
@@ -178,14 +192,21 @@ def keeps_baseline(found: Sequence[Check]) -> bool:
     return not any(check.passed is False for check in found if check.name == CheckName.ACCURACY)
 
 
-def time_judged(found: Sequence[Mapping[str, Any]] | Sequence[Check], *, passed_only: bool = False) -> bool:
+def time_judged(
+    found: Sequence[Mapping[str, Any]] | Sequence[Check], *, passed_only: bool = False, calibrating: bool = False
+) -> bool:
     """Whether a case's time was judged against a stored baseline (passed or failed; not a note), from
-    its checks or from their run-document records; with ``passed_only``, judged and passed."""
+    its checks or from their run-document records; with ``passed_only``, judged and passed; with
+    ``calibrating``, a time that awaits calibration counts as judged too."""
     for check in found:
-        name, passed = (
-            (check.get("name"), check.get("passed")) if isinstance(check, Mapping) else (check.name, check.passed)
+        name, passed, awaits = (
+            (check.get("name"), check.get("passed"), check.get("awaits_calibration", False))
+            if isinstance(check, Mapping)
+            else (check.name, check.passed, check.awaits_calibration)
         )
-        if name == CheckName.TIME and (passed is True if passed_only else passed is not None):
+        if name != CheckName.TIME:
+            continue
+        if (passed is True if passed_only else passed is not None) or (calibrating and awaits):
             return True
     return False
 
@@ -193,9 +214,9 @@ def time_judged(found: Sequence[Mapping[str, Any]] | Sequence[Check], *, passed_
 def accepted(found: Sequence[Check], verdict: str, *, calibrate: bool) -> bool:
     """Whether a case's median joins the history (--perf-history): it passed, its time judged against a
     stored baseline (not throttled, not failed); when calibrating (--perf-calibrate), any case whose time
-    was judged, passed or failed."""
+    was judged, passed or failed, or awaits calibration."""
     if calibrate:
-        return time_judged(found)
+        return time_judged(found, calibrating=True)
     return time_judged(found, passed_only=True) and verdict == "pass"
 
 
@@ -222,16 +243,19 @@ def detection(
     stored_calls: host_work_check.StoredCalls | None,
     measurement: Measurement,
     stored_work: Sequence[Mapping[str, Any]] = (),
+    *,
+    host_paced: bool = False,
 ) -> Detection:
-    """The case's detection figures, each None where it cannot be told: the slowdowns without a baseline,
-    the nine-in-ten one without measured noise, the host work where it is not judged."""
+    """The case's detection figures, each None where it cannot be told: the slowdowns without a baseline
+    or where its time awaits calibration (``host_paced``), the nine-in-ten one without measured noise,
+    the host work where it is not judged."""
     floor = slowdown_floor(optimization)
     calls = host_work_check.threshold(stored_calls, measurement.gpu_busy_share, floor)
     now = measurement.work[0] if measurement.work else None
     kernels = None  # judged where this run and the recorded ones timed kernels, but not data-parallel (_kernel_time)
     if now and now.get("kernel_ms") and any(run.get("kernel_ms") for run in stored_work) and optimization.ddp is None:
         kernels = work_check.kernel_time_allowed(now, stored_work, floor)
-    if stored is None:
+    if stored is None or host_paced:
         return Detection(host_work=calls, kernel_time=kernels)
     noise = stored.noise(floor)
     return Detection(noise.threshold, stats.reliably_caught(noise), calls, kernels)

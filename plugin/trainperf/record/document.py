@@ -22,6 +22,7 @@ from pytest_benchmark import __version__ as pytest_benchmark_version
 from pytest_benchmark.stats import Stats
 
 from trainperf.judge import host_work_check, stats
+from trainperf.judge.checks import Check
 from trainperf.record import profile_summary
 from trainperf.record.result import CaseEntry, CaseResult
 from trainperf.store.provenance import commit_info
@@ -86,12 +87,20 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "communication": m.communication,
             "scaling": result.scaling,
             "memory_snapshot": m.memory_snapshot,
-            "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in result.checks],
+            "checks": [check_record(c) for c in result.checks],
             "verdict": result.verdict,
             "reader_ms_median": stats.summarize(m.reader_ms).median,
             "profile": None if result.profile is None else profile_summary.record(result.profile),
         },
     }
+
+
+def check_record(check: Check) -> dict[str, Any]:
+    """A check as run.json keeps it: its name, outcome and message, and whether its time awaits calibration."""
+    record: dict[str, Any] = {"name": check.name, "passed": check.passed, "message": check.message}
+    if check.awaits_calibration:
+        record["awaits_calibration"] = True
+    return record
 
 
 def run_document(session: PerfSession) -> dict[str, Any]:

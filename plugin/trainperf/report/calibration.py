@@ -1,5 +1,6 @@
 """What a finished run adds to its baselines' history (``trainperf calibrate``, as ``--perf-calibrate``
-does at the end of a run): the median, host calls and GPU busy share of each case whose time was judged."""
+does at the end of a run): the median, host calls and GPU busy share of each case whose time was judged
+or awaits calibration."""
 
 from __future__ import annotations
 
@@ -30,4 +31,4 @@ def judged_figures(document: RunDocument) -> dict[str, dict[str, float]]:
 
 
 def _judged(case: Mapping[str, Any]) -> bool:
-    return policy.time_judged(case["extra_info"].get("checks") or [])
+    return policy.time_judged(case["extra_info"].get("checks") or [], calibrating=True)

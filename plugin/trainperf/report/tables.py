@@ -80,9 +80,12 @@ LEGEND = {
 
 
 def detects_text(slowdown: float | None, host_work: float | None) -> str:
-    """'36.3%', or '36.3%; host +3.0%' for a case also judged on its host calls per iteration."""
+    """'36.3%', or '36.3%; host +3.0%' for a case also judged on its host calls per iteration ('host +3.0%'
+    where its time is not judged)."""
     text = percent(slowdown)
-    return text if host_work is None or pd.isna(host_work) else f"{text}; host +{host_work:.1%}"
+    if host_work is None or pd.isna(host_work):
+        return text
+    return f"{text}; host +{host_work:.1%}" if text else f"host +{host_work:.1%}"
 
 
 def work_text(count: float | None, second: float | None, form: str) -> str:

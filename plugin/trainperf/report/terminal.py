@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trainperf.judge.checks import CALIBRATION_RUNS
 from trainperf.profile.profiler import CaseProfile
 from trainperf.record.document import cases_frame
 from trainperf.record.profile_summary import top_records
+from trainperf.record.result import CaseResult
 from trainperf.record.session import PerfSession
 from trainperf.report.tables import LEGEND, display_cases, top_table
 from trainperf.store import baselines
@@ -53,11 +55,27 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
             f"note: no stored baseline in {session.baseline_file} for {len(missing)} case(s): "
             f"{few(missing)}; record them with --update-baselines"
         )
+    paced = host_paced_note(session.results)
+    if paced:
+        terminal.write_line(paced)
     if session.results and session.device.type == "cpu":  # on a GPU the session notes a missing peak itself
         _write_cpu_notes(session, terminal)
     for note in [*(session.details if terminal.config.option.verbose > 0 else []), *session.notes]:
         terminal.write_line("note: " + note)
     _write_skipped(terminal)
+
+
+def host_paced_note(results: Sequence[CaseResult]) -> str | None:
+    """One line naming the cases whose time awaits calibration (``checks.host_paced``); None if none does."""
+    paced = [r.key for r in results if any(check.awaits_calibration for check in r.checks)]
+    if not paced:
+        return None
+    return (
+        f"note: time not judged for {len(paced)} case(s) whose GPU waited for the host where recorded "
+        f"({few(paced)}): a host's pace moves their time beyond the noise of one recording session; their "
+        "work, kernel time and host calls are judged; run the recorded code with --perf-calibrate on "
+        f"{CALIBRATION_RUNS} machines or nights to judge their time"
+    )
 
 
 def _write_cpu_notes(session: PerfSession, terminal: Any) -> None:
