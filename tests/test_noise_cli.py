@@ -27,7 +27,7 @@ def test_each_case_says_what_set_its_threshold_widest_first() -> None:
     frame = noise_frame(cases)
     assert list(frame["case"]) == ["w/busy_host", "w/runs_apart", "w/one_run", "w/steady"]
     assert list(frame["set by"]) == [
-        "iterations within a run",
+        "iterations within a run; its time awaits calibration: its GPU waited for the host",
         "run medians",
         "fallback: fewer than 3 runs",
         "floor",
@@ -39,6 +39,8 @@ def test_each_case_says_what_set_its_threshold_widest_first() -> None:
     assert frame["9 in 10"].isna().tolist() == [False, False, True, False]  # unknown without measured noise
     assert frame["host work"].isna().tolist() == [False, True, True, True]  # only the case whose GPU waited
     assert frame["host work"][0] == pytest.approx(0.03)  # three equal counts: the floor
+    calibrated = {"w/busy_host": {**cases["w/busy_host"], "history_ms": [10.0, 10.0, 10.0]}}
+    assert list(noise_frame(calibrated)["set by"]) == ["iterations within a run"]  # runs of 3 later sessions
 
 
 def test_the_committed_h100_file_shows_its_blind_cases_first(capsys: pytest.CaptureFixture[str]) -> None:

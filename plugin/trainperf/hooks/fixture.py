@@ -356,7 +356,7 @@ class TrainPerf:
                 calls,
                 measurement,
                 session.stored_work(spec.key),
-                host_paced=bool(policy.host_paced_shares(figures)),
+                host_paced=bool(figures.host_paced_shares),
             ),
             reference_samples_per_iteration=reference.samples_per_iteration,
         )

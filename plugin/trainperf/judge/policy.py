@@ -57,6 +57,12 @@ class Figures:
     def is_reference(self) -> bool:
         return self.optimization.name == REFERENCE
 
+    @property
+    def host_paced_shares(self) -> list[float]:
+        """Where this is not empty, the case's time awaits calibration (``host_paced_shares``); on the CPU
+        the host is the device, and its time is judged."""
+        return host_paced_shares(self.stored, self.stored_calls) if self.device_type == "cuda" else []
+
 
 def _accuracy(f: Figures) -> Check:
     tolerance = f.optimization.accuracy_tolerance
@@ -76,20 +82,19 @@ def _accuracy(f: Figures) -> Check:
 
 def _time(f: Figures) -> Check:
     found = checks.baseline_check(f.key, f.measurement.samples_ms, f.stored, strict=f.strict, floor=f.floor)
-    waited = host_paced_shares(f)
+    waited = f.host_paced_shares
     if waited:
         return checks.host_paced(f.key, found, waited)
     return checks.with_host(found, f.measurement.clocks.get("during") or {}, f.stored)
 
 
-def host_paced_shares(f: Figures) -> list[float]:
-    """The stored GPU busy shares below ``HOST_BOUND_BUSY`` of a case on a GPU whose baseline has fewer
-    than ``CALIBRATION_RUNS`` runs of later sessions: where this is not empty its time is not judged
-    (``checks.host_paced``). On the CPU the host is the device, and its time is judged."""
-    if f.device_type != "cuda" or f.stored is None or len(f.stored.history_ms) >= checks.CALIBRATION_RUNS:
+def host_paced_shares(stored: checks.Baseline | None, stored_calls: host_work_check.StoredCalls | None) -> list[float]:
+    """The stored GPU busy shares below ``HOST_BOUND_BUSY`` of a baseline with fewer than
+    ``CALIBRATION_RUNS`` runs of later sessions: where this is not empty, the case's time awaits
+    calibration (``checks.host_paced``). A CPU's baselines keep no busy share."""
+    if stored is None or stored_calls is None or len(stored.history_ms) >= checks.CALIBRATION_RUNS:
         return []
-    shares = () if f.stored_calls is None else f.stored_calls.gpu_busy_shares
-    return [busy for busy in shares if busy < checks.HOST_BOUND_BUSY]
+    return [busy for busy in stored_calls.gpu_busy_shares if busy < checks.HOST_BOUND_BUSY]
 
 
 def _host_work(f: Figures) -> Check | None:

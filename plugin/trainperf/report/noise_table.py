@@ -2,8 +2,10 @@
 it therefore catches, before any run. A case whose recording spread widely (a busy host) or that has
 fewer than three runs shows here as the gate sees it, so that its baselines can be recorded again. A case
 whose GPU waited for the host is judged on its host calls per iteration too, which move far less than
-its time: the rise in them that fails it shows beside. ``trainperf calibrate`` prints, for the cases whose
-threshold its runs moved, the threshold before and after.
+its time: the rise in them that fails it shows beside, and on a GPU its time awaits calibration until
+runs of later sessions measure its noise (``policy.host_paced_shares``): its "set by" says so.
+``trainperf calibrate`` prints, for the cases whose threshold its runs moved, the threshold before and
+after.
 
 Pure: no torch, no pytest.
 """
@@ -15,8 +17,11 @@ from typing import Any
 
 import pandas as pd
 
-from trainperf.judge import checks, host_work_check, stats
+from trainperf.judge import checks, host_work_check, policy, stats
 from trainperf.store import baselines
+
+# what "set by" adds where a GPU's case's time is not judged until calibrated
+AWAITS = "; its time awaits calibration: its GPU waited for the host"
 
 
 def noise_frame(cases: Mapping[str, Mapping[str, Any]], floor: float = checks.DEFAULT_FLOOR) -> pd.DataFrame:
@@ -45,7 +50,7 @@ def _row(name: str, entry: Mapping[str, Any], floor: float) -> list[Any]:
         noise.iteration_spread,
         noise.threshold,
         stats.reliably_caught(noise),
-        set_by(noise, floor),
+        set_by(noise, floor) + AWAITS * bool(policy.host_paced_shares(stored, baselines.stored_calls(entry))),
         host_work_detects(entry, floor),
     ]
 
