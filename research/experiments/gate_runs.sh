@@ -5,8 +5,11 @@
 #   RUNS="aa1 spin1 ops1 sync1" bash research/experiments/gate_runs.sh   (no RECORD=0: record first)
 # Without RECORD=0 the examples are recorded afresh; with it, they are judged against .trust/bl/nvidia-h200.json
 # (a copy of the committed file where none is there yet; record_runs.sh records into it too).
+# FILES="NODE..." judges those test files or node ids instead of the examples; RUN_S (default 150) is
+# each run's stop.
 set -u
-files="examples/test_denoiser.py examples/test_text_classifier.py"
+files=${FILES:-"examples/test_denoiser.py examples/test_text_classifier.py"}
+run_s=${RUN_S:-150}
 mkdir -p .trust/bl
 [ -e .trust/bl/nvidia-h200.json ] || cp baselines/nvidia-h200.json .trust/bl/
 if [ "${RECORD:-1}" = 1 ]; then
@@ -18,10 +21,10 @@ for name in ${RUNS:-aa1 spin1 ops1 sync1}; do
   kind=${name%%[0-9]*}
   echo "== $name $(date -u +%T)"
   if [ "$kind" = aa ]; then
-    STOP_AFTER=150 bash ci/device_pytest.sh "$name" $files --baseline-dir=.trust/bl --perf-strict -q -rs
+    STOP_AFTER=$run_s bash ci/device_pytest.sh "$name" $files --baseline-dir=.trust/bl --perf-strict -q -rs
   else
     INJECT=$kind INJECT_BASELINES=$PWD/.trust/bl/nvidia-h200.json PYTHONPATH=$PWD/research/experiments${PYTHONPATH:+:$PYTHONPATH} \
-      PYTEST_ADDOPTS="-p inject_regression" STOP_AFTER=150 \
+      PYTEST_ADDOPTS="-p inject_regression" STOP_AFTER=$run_s \
       bash ci/device_pytest.sh "$name" $files --baseline-dir=.trust/bl --perf-strict -q -rs
   fi
 done
