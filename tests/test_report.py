@@ -190,6 +190,8 @@ def test_compare_shows_the_work_counted_per_iteration(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert re.search(r"A ops\s+B ops\s+A kernel ms\s+B kernel ms", out)
     assert re.search(r"denoiser/reference(\s+\S+){5}\s+231\s+231\s+6\.144\s+6\.484\s", out)
+    assert re.search(r"B kernel ms\s+A syncs\s+B syncs\s+A kernels\s+B kernels", out)
+    assert re.search(r"6\.144\s+6\.484\s+\d+\s+\d+\s+262\s+263\s", out)  # the spin is one kernel more
 
 
 @pytest.mark.parametrize(

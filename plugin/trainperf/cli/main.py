@@ -134,10 +134,10 @@ def _report(documents: list[RunDocument], output: Path) -> int:
 
 
 def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
-    """Per case: median ms before and after, the change, host calls, ATen ops and kernel ms per iteration,
-    speedups and verdicts; a case in one only shows blanks on the other side, as does a run that counted
-    none of a figure."""
-    columns = ["case", "median_ms", "host_calls", "ops", "kernel_ms", "speedup", "verdict"]
+    """Per case: median ms before and after, the change, host calls, ATen ops, kernel ms, synchronizations
+    and kernels per iteration, speedups and verdicts; a case in one only shows blanks on the other side,
+    as does a run that counted none of a figure."""
+    columns = ["case", "median_ms", "host_calls", "ops", "kernel_ms", "syncs", "kernels", "speedup", "verdict"]
     old = cases_frame(merged_cases([before]))[columns]
     new = cases_frame(merged_cases([after]))[columns]
     both = old.merge(new, on="case", how="outer", suffixes=(" A", " B"), sort=False)
@@ -154,6 +154,10 @@ def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
             "B ops": both["ops B"].map(_count),
             "A kernel ms": both["kernel_ms A"].map(_number),
             "B kernel ms": both["kernel_ms B"].map(_number),
+            "A syncs": both["syncs A"].map(_count),
+            "B syncs": both["syncs B"].map(_count),
+            "A kernels": both["kernels A"].map(_count),
+            "B kernels": both["kernels B"].map(_count),
             "A speedup": both["speedup A"].map(_times),
             "B speedup": both["speedup B"].map(_times),
             "A verdict": both["verdict A"].fillna("(absent)"),
