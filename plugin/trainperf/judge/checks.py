@@ -242,7 +242,7 @@ def host_paced(case: str, check: Check, busy_shares: Sequence[float]) -> Check:
     message = (
         f"{case}: time not judged: its GPU waited for the host where recorded (busy {busy:.0%}), whose pace "
         f"moves between machines beyond the noise of one recording session; judged on its work instead until "
-        f"--perf-calibrate adds {CALIBRATION_RUNS} runs of other sessions ({figures})"
+        f"its baseline holds {CALIBRATION_RUNS} runs of other sessions (--perf-calibrate) ({figures})"
     )
     return Check(CheckName.TIME, None, message, awaits_calibration=True)
 
