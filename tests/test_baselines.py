@@ -393,3 +393,18 @@ def test_infinity_in_a_stored_figure_names_the_case_and_field(tmp_path: Path) ->
     path.write_text(json.dumps({"schema_version": 2, "cases": {"w/a": {**entry(10.0), "history_ms": [float("inf")]}}}))
     with pytest.raises(baselines.BaselineError, match="case 'w/a' needs 'history_ms' as a list of positive numbers"):
         baselines.load(path)
+
+
+def test_a_recorded_case_whose_time_awaits_calibration_says_so_beside_its_threshold() -> None:
+    """Two H200 entries of the committed file as a recording writes them: a launch-bound example whose GPU
+    waited for the host (busy 11%) and a GPU-bound case (busy 99%)."""
+    committed = json.loads((Path(__file__).parents[1] / "baselines" / "nvidia-h200.json").read_text())["cases"]
+    new = {name: committed[name] for name in ("text_classifier/amp_bf16", "gpt2/reference")}
+    paced, busy = sorted(
+        baselines.changes_between({}, new), key=lambda change: change.case != "text_classifier/amp_bf16"
+    )
+    assert paced.awaits_calibration and not busy.awaits_calibration
+    assert baselines.detects_listed(paced).endswith("% (its time awaits calibration: its GPU waited for the host)")
+    assert "awaits" not in baselines.detects_listed(busy)
+    calibrated = {**new["text_classifier/amp_bf16"], "history_ms": [16.0, 16.5, 15.8]}
+    assert not baselines.changes_between({}, {"t/a": calibrated})[0].awaits_calibration

@@ -3,7 +3,7 @@ it therefore catches, before any run. A case whose recording spread widely (a bu
 fewer than three runs shows here as the gate sees it, so that its baselines can be recorded again. A case
 whose GPU waited for the host is judged on its host calls per iteration too, which move far less than
 its time: the rise in them that fails it shows beside, and on a GPU its time awaits calibration until
-runs of later sessions measure its noise (``policy.host_paced_shares``): its "set by" says so.
+runs of later sessions measure its noise (``baselines.awaits_calibration``): its "set by" says so.
 ``trainperf calibrate`` prints, for the cases whose threshold its runs moved, the threshold before and
 after.
 
@@ -17,11 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from trainperf.judge import checks, host_work_check, policy, stats
+from trainperf.judge import checks, host_work_check, stats
 from trainperf.store import baselines
-
-# what "set by" adds where a GPU's case's time is not judged until calibrated
-AWAITS = "; its time awaits calibration: its GPU waited for the host"
 
 
 def noise_frame(cases: Mapping[str, Mapping[str, Any]], floor: float = checks.DEFAULT_FLOOR) -> pd.DataFrame:
@@ -50,7 +47,7 @@ def _row(name: str, entry: Mapping[str, Any], floor: float) -> list[Any]:
         noise.iteration_spread,
         noise.threshold,
         stats.reliably_caught(noise),
-        set_by(noise, floor) + AWAITS * bool(policy.host_paced_shares(stored, baselines.stored_calls(entry))),
+        set_by(noise, floor) + f"; {baselines.AWAITS}" * baselines.awaits_calibration(entry),
         host_work_detects(entry, floor),
     ]
 

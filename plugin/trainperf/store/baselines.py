@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainperf.judge import checks, host_work_check
+from trainperf.judge import checks, host_work_check, policy
 from trainperf.store import locked_file
 
 SCHEMA_VERSION = 2  # 2: each entry keeps the work counted in its recorded runs ("work")
@@ -46,7 +46,8 @@ class Change:
     """One case's baseline before and after an update (None when absent), with the new entry's run
     medians (one run far from the others is what widens the case's gate), how many accepted runs of the
     old entry's history the new one no longer holds (its noise is measured again from its own), and the
-    slowdown each entry lets the gate catch (``detects``): a recording on a busy host widens it."""
+    slowdown each entry lets the gate catch (``detects``): a recording on a busy host widens it; and
+    whether the new entry's time awaits calibration (``policy.host_paced_shares``)."""
 
     case: str
     old_median_ms: float | None
@@ -55,6 +56,7 @@ class Change:
     dropped_history_runs: int = 0
     old_detects: float | None = None
     new_detects: float | None = None
+    awaits_calibration: bool = False  # on a GPU, the new entry's time is not judged until calibrated
 
     @property
     def delta(self) -> float | None:
@@ -251,7 +253,14 @@ def changes_between(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[st
 def _change(name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change:
     runs = () if new is None else tuple(run_medians(new))
     dropped = len(history(old)) if old is not None and new is not None and not history(new) else 0
-    return Change(name, _median(old), _median(new), runs, dropped, detects(old), detects(new))
+    awaits = new is not None and awaits_calibration(new)
+    return Change(name, _median(old), _median(new), runs, dropped, detects(old), detects(new), awaits)
+
+
+def awaits_calibration(entry: Mapping[str, Any]) -> bool:
+    """Whether a GPU's entry has its time judged only once runs of later sessions are in its history
+    (``policy.host_paced_shares``); a CPU's entries keep no busy share."""
+    return bool(policy.host_paced_shares(stored_baseline(entry), stored_calls(entry)))
 
 
 def stored_baseline(entry: Mapping[str, Any]) -> checks.Baseline:
@@ -315,12 +324,16 @@ def format_changes(changes: list[Change]) -> list[str]:
     return lines
 
 
+# what a case's detects adds where its time is not judged until calibrated (trainperf noise says it too)
+AWAITS = "its time awaits calibration: its GPU waited for the host"
+
+
 def detects_listed(change: Change) -> str:
     """'3.0% -> 55.6%' (or '3.0%' for a new case, '' for a removed one): the slowdown the gate catches,
-    before and after."""
+    before and after, and whether the new entry's time awaits calibration."""
     if change.new_detects is None:
         return ""
-    new = f"{change.new_detects:.1%}"
+    new = f"{change.new_detects:.1%}" + f" ({AWAITS})" * change.awaits_calibration
     return new if change.old_detects is None else f"{change.old_detects:.1%} -> {new}"
 
 
