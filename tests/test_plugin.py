@@ -212,8 +212,10 @@ def test_a_case_still_slower_at_the_end_fails_once_with_both_measurements(pytest
 
 @pytest.mark.slow
 def test_a_session_stopped_before_the_end_names_the_cases_left_unjudged(pytester: pytest.Pytester) -> None:
+    """The variant has no baseline, so no stall of a loaded host can hold it for a second measurement too:
+    it finishes in order, and the interrupt comes before the reference's second measurement."""
     two_cases(pytester, '{"sleep_ms": 10.0}')
-    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, *RECORD_ONCE, "-k", "reference").assert_outcomes(passed=1, deselected=1)
     two_cases(pytester, '{"sleep_ms": 40.0}')
     pytester.makeconftest(
         "def pytest_runtest_logreport(report):\n"
