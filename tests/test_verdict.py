@@ -93,9 +93,14 @@ def test_the_policy_notes_what_is_recorded_and_measures_again_only_what_a_second
     assert policy.measured_again(found, has_baseline=True) == {"baseline": "slower", "speedup": "short"}
     assert policy.measured_again(found, has_baseline=False) == {"speedup": "short"}
     assert policy.reference_again({"speedup": "short"}) and not policy.reference_again({"baseline": "slower"})
-    assert policy.why_not_again(used=2, budget=2, launched_data_parallel=False, runs=1) == ""
-    assert policy.why_not_again(used=0, budget=2, launched_data_parallel=False, runs=3) is not None
-    assert policy.why_not_again(used=0, budget=2, launched_data_parallel=False, runs=1) is None
+    assert policy.why_not_again(standing=[], used=2, budget=2, launched_data_parallel=False, runs=1) == ""
+    assert policy.why_not_again(standing=[], used=0, budget=2, launched_data_parallel=False, runs=3) is not None
+    assert policy.why_not_again(standing=[], used=0, budget=2, launched_data_parallel=False, runs=1) is None
+    assert policy.standing(found) == ["accuracy"] and policy.standing([slower, short]) == []
+    assert (
+        policy.why_not_again(standing=policy.standing(found), used=0, budget=2, launched_data_parallel=False, runs=1)
+        == "not measured again: it fails on its accuracy, which a second measurement cannot undo"
+    )
     assert not policy.keeps_baseline(found) and policy.keeps_baseline([slower])
     recorded = [{"name": "baseline", "passed": None}], [{"name": "baseline", "passed": False}]
     assert not policy.time_judged(recorded[0]) and policy.time_judged(recorded[1])

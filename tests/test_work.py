@@ -173,23 +173,34 @@ from trainperf import Optimization
 # check, judged too, does not fail where the work is the same
 CASES = [
     Optimization("reference", options={"sleep_ms": 10.0}),
-    Optimization("variant", options={"sleep_ms": 10.0, "extra_ops": EXTRA, "host_reads": READS}),
+    Optimization("variant", options={"sleep_ms": SLEEP, "extra_ops": EXTRA, "host_reads": READS}),
 ]
 
 @pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
 def test_toy(trainperf, optimization):
     trainperf.run(Toy(), optimization)
 """
-    pytester.makepyfile(test_toy=test.replace("EXTRA", "0").replace("READS", "0"))
+
+    def variant(extra: int, reads: int, sleep_ms: float = 10.0) -> str:
+        return test.replace("EXTRA", str(extra)).replace("READS", str(reads)).replace("SLEEP", str(sleep_ms))
+
+    pytester.makepyfile(test_toy=variant(0, 0))
     pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=2)
     pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=2)  # the same work: no failure
-    pytester.makepyfile(test_toy=test.replace("EXTRA", "3").replace("READS", "1"))
+    pytester.makepyfile(test_toy=variant(3, 1))
     result = pytester.runpytest(*BASE, "--perf-strict")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         ["*toy/variant: more work per iteration than recorded: ATen ops * (+4, allowed +0); synchronizations *"
          "(+1, allowed +0) (+3 aten::add, +1 aten::item per iteration)*"]
     )  # fmt: skip
+    pytester.makepyfile(test_toy=variant(3, 0, sleep_ms=60.0))  # slower too: its work fails it anyway
+    slower = pytester.runpytest(*BASE, "--perf-strict")
+    slower.assert_outcomes(passed=1, failed=1)
+    slower.stdout.fnmatch_lines(
+        ["*toy/variant: slower than baseline*", "note: toy/variant: not measured again: it fails on its work, *"]
+    )
+    assert "by a second measurement" not in slower.stdout.str()
 
 
 def test_kernel_time_is_judged_at_its_spread_and_the_recorded_clock_and_names_the_kernel() -> None:

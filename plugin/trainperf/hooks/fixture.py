@@ -210,6 +210,7 @@ class TrainPerf:
         if not suspect:
             return {}
         why_not = policy.why_not_again(
+            standing=policy.standing(first.checks),
             used=session.confirmations,
             budget=session.settings.confirmations,
             launched_data_parallel=session.launch is not None and spec.optimization.ddp is not None,

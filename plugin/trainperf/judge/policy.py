@@ -179,10 +179,21 @@ def reference_again(suspect: Mapping[str, str]) -> bool:
     return any(name in REFERENCE_AGAIN for name in suspect)
 
 
-def why_not_again(*, used: int, budget: int, launched_data_parallel: bool, runs: int) -> str | None:
-    """Why a case that looks worse is not measured again (None: it is): the session's budget of second
-    measurements is spent (silently), a launched group's ranks train each case once, or its figures are
-    already the median of several fresh runs (recording baselines)."""
+def standing(found: Sequence[Check]) -> list[str]:
+    """The failed checks that no second measurement may undo (its work, host work, accuracy, memory):
+    where one fails the case, measuring it again would change nothing but the session's length."""
+    return [check.name for check in found if check.passed is False and check.name not in MEASURED_AGAIN]
+
+
+def why_not_again(
+    *, standing: Sequence[str], used: int, budget: int, launched_data_parallel: bool, runs: int
+) -> str | None:
+    """Why a case that looks worse is not measured again (None: it is): it fails anyway on a check a second
+    measurement cannot undo (``standing``), the session's budget of second measurements is spent
+    (silently), a launched group's ranks train each case once, or its figures are already the median of
+    several fresh runs (recording baselines)."""
+    if standing:
+        return f"not measured again: it fails on its {' and '.join(standing)}, which a second measurement cannot undo"
     if used >= budget:
         return ""
     if launched_data_parallel:
