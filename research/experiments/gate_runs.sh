@@ -6,7 +6,7 @@
 # Without RECORD=0 the examples are recorded afresh; with it, they are judged against .trust/bl/nvidia-h200.json
 # (a copy of the committed file where none is there yet; record_runs.sh records into it too).
 # FILES="NODE..." judges those test files or node ids instead of the examples; RUN_S (default 150) is
-# each run's stop.
+# each run's stop. The runs' packed reports are appended to $OUT/runs.tar.
 set -u
 files=${FILES:-"examples/test_denoiser.py examples/test_text_classifier.py"}
 run_s=${RUN_S:-150}
@@ -27,5 +27,7 @@ for name in ${RUNS:-aa1 spin1 ops1 sync1}; do
       PYTEST_ADDOPTS="-p inject_regression" STOP_AFTER=$run_s \
       bash ci/device_pytest.sh "$name" $files --baseline-dir=.trust/bl --perf-strict -q -rs
   fi
+  # one file for all runs: a device call hands back only a few files
+  tar -rf "$OUT/runs.tar" -C "$OUT" "$name.tar.gz" && rm "$OUT/$name.tar.gz"
 done
 echo "== end $(date -u +%T)"
