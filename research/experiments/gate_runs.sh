@@ -11,10 +11,12 @@
 # UNTIL. The runs' packed reports are appended to $OUT/runs.tar.
 set -u
 files=${FILES:-"examples/test_denoiser.py examples/test_text_classifier.py"}
-# the suite's cases recorded with the second counter (the digits file's channels_last is not, and errors
-# under an injection)
+# the suite's cases recorded with the second counter (digits/channels_last is not: the injection, sized
+# by the recorded work, cannot run on it)
 if [ "$files" = suite ]; then
-  files="perf_tests/test_digits.py perf_tests/test_gpt2.py::test_gpt2[reference] perf_tests/test_gpt2.py::test_gpt2[amp_bf16]
+  d=perf_tests/test_digits.py::test_digits
+  files="$d[reference] $d[dataloader_workers] $d[pinned_nonblocking] $d[amp_bf16]
+    perf_tests/test_gpt2.py::test_gpt2[reference] perf_tests/test_gpt2.py::test_gpt2[amp_bf16]
     perf_tests/test_gpt2.py::test_gpt2[compile] perf_tests/test_bert.py::test_bert[reference]
     perf_tests/test_bert.py::test_bert[amp_bf16] perf_tests/test_resnet.py::test_resnet[reference]
     perf_tests/test_gpt2_memory.py::test_gpt2_memory[reference]"
