@@ -90,15 +90,22 @@ def test_the_policy_notes_what_is_recorded_and_measures_again_only_what_a_second
     short = checks.Check(checks.CheckName.SPEEDUP, False, "short")
     worse = checks.Check(checks.CheckName.ACCURACY, False, "worse")
     found = [worse, slower, short]
-    assert policy.measured_again(found, has_baseline=True) == {"baseline": "slower", "speedup": "short"}
-    assert policy.measured_again(found, has_baseline=False) == {"speedup": "short"}
+    on_cpu = policy.measured_again(found, has_baseline=True, device_type="cpu")
+    assert on_cpu == {"baseline": "slower", "speedup": "short"}
+    assert policy.measured_again(found, has_baseline=False, device_type="cpu") == {"speedup": "short"}
+    # a GPU does not repeat a training bit for bit: its accuracy is one draw, measured again
+    on_gpu = policy.measured_again(found, has_baseline=False, device_type="cuda")
+    assert on_gpu == {"accuracy": "worse", "speedup": "short"}
     assert policy.reference_again({"speedup": "short"}) and not policy.reference_again({"baseline": "slower"})
     assert policy.why_not_again(standing=[], used=2, budget=2, launched_data_parallel=False, runs=1) == ""
     assert policy.why_not_again(standing=[], used=0, budget=2, launched_data_parallel=False, runs=3) is not None
     assert policy.why_not_again(standing=[], used=0, budget=2, launched_data_parallel=False, runs=1) is None
-    assert policy.standing(found) == ["accuracy"] and policy.standing([slower, short]) == []
+    assert policy.standing(found, device_type="cpu") == ["accuracy"]
+    assert policy.standing(found, device_type="cuda") == []
+    assert policy.standing([slower, short], device_type="cpu") == []
+    standing = policy.standing(found, device_type="cpu")
     assert (
-        policy.why_not_again(standing=policy.standing(found), used=0, budget=2, launched_data_parallel=False, runs=1)
+        policy.why_not_again(standing=standing, used=0, budget=2, launched_data_parallel=False, runs=1)
         == "not measured again: it fails on its accuracy, which a second measurement cannot undo"
     )
     assert not policy.keeps_baseline(found) and policy.keeps_baseline([slower])

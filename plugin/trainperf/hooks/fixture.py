@@ -206,11 +206,13 @@ class TrainPerf:
         """The failed checks' messages that a second measurement may change (``policy.measured_again``),
         counted against --perf-confirmations; empty where none may be taken."""
         session = self.session
-        suspect = policy.measured_again(first.checks, has_baseline=session.stored_baseline(spec.key) is not None)
+        device_type = spec.device.type
+        has_baseline = session.stored_baseline(spec.key) is not None
+        suspect = policy.measured_again(first.checks, has_baseline=has_baseline, device_type=device_type)
         if not suspect:
             return {}
         why_not = policy.why_not_again(
-            standing=policy.standing(first.checks),
+            standing=policy.standing(first.checks, device_type=device_type),
             used=session.confirmations,
             budget=session.settings.confirmations,
             launched_data_parallel=session.launch is not None and spec.optimization.ddp is not None,

@@ -28,6 +28,10 @@ NOTED_WHEN_THROTTLED = frozenset({CheckName.TIME, CheckName.SPEEDUP, CheckName.K
 # failures a second measurement in a fresh process may undo; the time only where a baseline is stored
 # (no measurement supplies a missing one), and a speedup with its reference measured again too
 MEASURED_AGAIN = frozenset({CheckName.TIME, CheckName.SPEEDUP, CheckName.KERNEL_TIME})
+# on a GPU the accuracy too: its kernels (atomics in backward passes, algorithms picked by timing) do not
+# repeat a training bit for bit, so one run's metric is one draw of it; the CPU repeats a seeded training
+# (research/evidence/h200-accuracy-draws.md)
+MEASURED_AGAIN_ON_GPU = MEASURED_AGAIN | {CheckName.ACCURACY}
 REFERENCE_AGAIN = frozenset({CheckName.SPEEDUP})
 
 
@@ -168,9 +172,14 @@ def judge(figures: Figures, *, update_baselines: bool) -> list[Check]:
     return [as_note(check) if check.name in noted else check for check in found]
 
 
-def measured_again(found: Sequence[Check], *, has_baseline: bool) -> dict[str, str]:
+def again_on(device_type: str) -> frozenset[CheckName]:
+    """The checks whose failure a second measurement in a fresh process may undo on this device type."""
+    return MEASURED_AGAIN_ON_GPU if device_type == "cuda" else MEASURED_AGAIN
+
+
+def measured_again(found: Sequence[Check], *, has_baseline: bool, device_type: str) -> dict[str, str]:
     """The failed checks (name: message) that a second measurement in a fresh process may undo."""
-    again = MEASURED_AGAIN if has_baseline else MEASURED_AGAIN - {CheckName.TIME}
+    again = again_on(device_type) if has_baseline else again_on(device_type) - {CheckName.TIME}
     return {check.name: check.message for check in found if check.passed is False and check.name in again}
 
 
@@ -179,10 +188,11 @@ def reference_again(suspect: Mapping[str, str]) -> bool:
     return any(name in REFERENCE_AGAIN for name in suspect)
 
 
-def standing(found: Sequence[Check]) -> list[str]:
-    """The failed checks that no second measurement may undo (its work, host work, accuracy, memory):
-    where one fails the case, measuring it again would change nothing but the session's length."""
-    return [check.name for check in found if check.passed is False and check.name not in MEASURED_AGAIN]
+def standing(found: Sequence[Check], *, device_type: str) -> list[str]:
+    """The failed checks that no second measurement may undo (its work, host work, memory; on the CPU its
+    accuracy): where one fails the case, measuring it again would change nothing but the session's length."""
+    again = again_on(device_type)
+    return [check.name for check in found if check.passed is False and check.name not in again]
 
 
 def why_not_again(
