@@ -337,6 +337,18 @@ def test_accuracy_drop_fails(toy_suite) -> None:
     result.stdout.fnmatch_lines(["*toy/variant: accuracy * must be at least 0.6000*"])
 
 
+def test_a_case_failing_its_accuracy_on_the_cpu_is_not_measured_again(toy_suite) -> None:
+    """A seeded training repeats on the CPU: a failed accuracy stands there, even beside a slower time
+    (on a GPU, whose trainings are draws, it is measured again: ``policy.again_on``)."""
+    toy_suite(sleep_ms=10.0, variant_sleep_ms=10.0).runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    result = toy_suite(sleep_ms=10.0, variant_sleep_ms=40.0, shuffle=True).runpytest(*BASE)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["note: toy/variant: not measured again: it fails on its accuracy, which a second measurement cannot undo"]
+    )
+    assert "second measurement at the end" not in result.stdout.str()
+
+
 def test_corrupt_baseline_is_one_clear_error_and_stays_untouched(toy_suite) -> None:
     pytester = toy_suite()
     pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
