@@ -340,7 +340,7 @@ def test_accuracy_drop_fails(toy_suite) -> None:
 def test_a_case_failing_its_accuracy_on_the_cpu_is_not_measured_again(toy_suite) -> None:
     """A seeded training repeats on the CPU: a failed accuracy stands there, even beside a slower time
     (on a GPU, whose trainings are draws, it is measured again: ``policy.again_on``)."""
-    toy_suite(sleep_ms=10.0, variant_sleep_ms=10.0).runpytest(*BASE, "--update-baselines").assert_outcomes(passed=2)
+    toy_suite(sleep_ms=10.0, variant_sleep_ms=10.0).runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
     result = toy_suite(sleep_ms=10.0, variant_sleep_ms=40.0, shuffle=True).runpytest(*BASE)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
