@@ -179,7 +179,9 @@ def again_on(device_type: str) -> frozenset[CheckName]:
 
 def measured_again(found: Sequence[Check], *, has_baseline: bool, device_type: str) -> dict[str, str]:
     """The failed checks (name: message) that a second measurement in a fresh process may undo."""
-    again = again_on(device_type) if has_baseline else again_on(device_type) - {CheckName.TIME}
+    again = again_on(device_type)
+    if not has_baseline:
+        again -= {CheckName.TIME}
     return {check.name: check.message for check in found if check.passed is False and check.name in again}
 
 
