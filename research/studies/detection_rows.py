@@ -44,9 +44,7 @@ def rows(lease: str, junit_files: list[Path]) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = evidence_rows.arguments(argv, __doc__.splitlines()[0], "JUNIT")
-    evidence_rows.write(rows(args.lease, args.sources), COLUMNS, args.append, float_format="%.4f")
-    return 0
+    return evidence_rows.main(argv, __doc__.splitlines()[0], "JUNIT", rows, COLUMNS, float_format="%.4f")
 
 
 if __name__ == "__main__":

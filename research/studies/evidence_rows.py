@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -30,3 +31,17 @@ def arguments(argv: list[str] | None, description: str, sources: str) -> argpars
     parser.add_argument("sources", nargs="+", type=Path, metavar=sources)
     parser.add_argument("--append", type=Path, help="the table to append to; it must exist with this header")
     return parser.parse_args(argv)
+
+
+def main(
+    argv: list[str] | None,
+    description: str,
+    sources: str,
+    rows: Callable[[str, list[Path]], pd.DataFrame],
+    columns: list[str],
+    float_format: str | None = None,
+) -> int:
+    """A row tool's command line: ``rows(LEASE, SOURCES)`` appended to ``--append`` or printed."""
+    args = arguments(argv, description, sources)
+    write(rows(args.lease, args.sources), columns, args.append, float_format)
+    return 0

@@ -75,9 +75,7 @@ def rows(lease: str, run_documents: list[Path]) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = evidence_rows.arguments(argv, (__doc__ or "").splitlines()[0], "RUN_JSON")
-    evidence_rows.write(rows(args.lease, args.sources), COLUMNS, args.append)
-    return 0
+    return evidence_rows.main(argv, (__doc__ or "").splitlines()[0], "RUN_JSON", rows, COLUMNS)
 
 
 if __name__ == "__main__":

@@ -63,9 +63,7 @@ def _figures(case: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = evidence_rows.arguments(argv, __doc__.splitlines()[0], "RUN_JSON")
-    evidence_rows.write(rows(args.lease, args.sources), COLUMNS, args.append)
-    return 0
+    return evidence_rows.main(argv, __doc__.splitlines()[0], "RUN_JSON", rows, COLUMNS)
 
 
 if __name__ == "__main__":
