@@ -1,18 +1,20 @@
 """A toy workload for the plugin's own end-to-end tests: logistic regression on separable points.
 
 ``options``: ``sleep_ms`` adds host time to every step (a slower case), and ``SETTLE_MS`` more of it,
-``shuffle_labels`` trains on random labels (a broken optimization whose accuracy drops), ``extra_calls`` makes
-that many more calls in every step (more host work, of no time to tell), ``reader_calls`` makes that many
-calls reading each batch (a reader of many cheap calls, as the digits reference's), ``images`` counts its
-samples as images, ``slow_once`` names a file: the build that finds it deletes it and adds ``slow_once_ms`` (6
-by default) of host time to every step (a case that looks slower once), ``raise_in`` ("build", "step" or
-"evaluate") raises a ValueError there (a broken case), or with "interrupt" a KeyboardInterrupt in its build
-(Ctrl-C), ``hang_s`` sleeps that long in its second step (a hung case), ``out_of_memory`` raises torch's
-out-of-memory error from its third step, ``build_once`` names a file: the build that finds it deletes it, and
-a build that finds none raises a ValueError (a case that cannot be built again, as one whose fresh process
-runs out of GPU memory beside the test process); in a data-parallel run, ``fail_on_ranks`` raises on those ranks and
-``hang_on_ranks`` sleeps there for a minute, from the second step; ``extra_ops`` adds that many tensor ops to
-each step and ``host_reads`` that many reads of its loss on the host (``.item()``): more work of the same time.
+``shuffle_labels`` trains on random labels (a broken optimization whose accuracy drops), ``shuffle_once``
+names a file: the build that finds it deletes it and trains on random labels (an accuracy that fails once),
+``extra_calls`` makes that many more calls in every step (more host work, of no time to tell),
+``reader_calls`` makes that many calls reading each batch (a reader of many cheap calls, as the digits
+reference's), ``images`` counts its samples as images, ``slow_once`` names a file: the build that finds it
+deletes it and adds ``slow_once_ms`` (6 by default) of host time to every step (a case that looks slower
+once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError there (a broken case), or with
+"interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s`` sleeps that long in its second step (a hung
+case), ``out_of_memory`` raises torch's out-of-memory error from its third step, ``build_once`` names a file:
+the build that finds it deletes it, and a build that finds none raises a ValueError (a case that cannot be
+built again, as one whose fresh process runs out of GPU memory beside the test process); in a data-parallel
+run, ``fail_on_ranks`` raises on those ranks and ``hang_on_ranks`` sleeps there for a minute, from the second
+step; ``extra_ops`` adds that many tensor ops to each step and ``host_reads`` that many reads of its loss on
+the host (``.item()``): more work of the same time.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ class Toy:
             sleep_ms += float(optimization.options.get("slow_once_ms", 6.0))
         sleep_s = (sleep_ms + SETTLE_MS) / 1000.0 if sleep_ms else 0.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
+        shuffle_once = optimization.options.get("shuffle_once")
+        if shuffle_once is not None and Path(shuffle_once).exists():
+            Path(shuffle_once).unlink()
+            shuffle = True
         extra_calls = range(int(optimization.options.get("extra_calls", 0)))
         extra_ops = range(int(optimization.options.get("extra_ops", 0)))  # tensor ops added to each step
         host_reads = range(int(optimization.options.get("host_reads", 0)))  # loss.item() added to each step
