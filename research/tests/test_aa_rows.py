@@ -5,7 +5,6 @@ research/evidence/h200-examples-gate.md), in which the gate failed two cases aft
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -19,12 +18,9 @@ TABLE = Path(__file__).parents[1] / "evidence" / "data" / "h200-examples-aa.csv"
 
 
 @pytest.fixture
-def run_document(tmp_path: Path) -> Path:
+def run_document(placed_run) -> Path:
     """The captured document where trust_runs.sh leaves it: in a folder named by the run."""
-    path = tmp_path / "aa-045039" / "run.json"
-    path.parent.mkdir()
-    shutil.copy(CAPTURED, path)
-    return path
+    return placed_run(CAPTURED, "aa-045039")
 
 
 def test_each_judged_case_is_a_row_with_its_threshold_and_verdict(run_document: Path) -> None:

@@ -6,7 +6,6 @@ reference it was measured against on demand is not one of the document's cases."
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -18,10 +17,8 @@ CAPTURED = DATA / "h200_host_work_slowed.run.json"
 TABLE = Path(__file__).parents[1] / "evidence" / "data" / "h200-host-work.csv"
 
 
-def test_each_case_run_is_a_row_with_both_checks(tmp_path: Path) -> None:
-    path = tmp_path / "ops-slowed" / "run.json"
-    path.parent.mkdir()
-    shutil.copy(CAPTURED, path)
+def test_each_case_run_is_a_row_with_both_checks(placed_run) -> None:
+    path = placed_run(CAPTURED, "ops-slowed")
     table = host_work_rows.rows("AN", [path])
     slowed = table[table["case"] == "gpt2/no_host_sync"]
     assert len(table) == len(slowed) == 10 and (slowed["run"] == "ops-slowed").all()
@@ -30,22 +27,18 @@ def test_each_case_run_is_a_row_with_both_checks(tmp_path: Path) -> None:
     assert slowed["time_passed"].all() and (slowed["verdict"] == "fail").all()
 
 
-def test_the_committed_table_holds_these_rows(tmp_path: Path) -> None:
-    path = tmp_path / "ops-slowed" / "run.json"
-    path.parent.mkdir()
-    shutil.copy(CAPTURED, path)
+def test_the_committed_table_holds_these_rows(placed_run) -> None:
+    path = placed_run(CAPTURED, "ops-slowed")
     committed = pd.read_csv(TABLE)
     assert committed.columns.tolist() == host_work_rows.COLUMNS
     lease = committed[(committed["lease"] == "AN") & (committed["run"] == "ops-slowed")]
     assert lease["host_calls"].tolist() == host_work_rows.rows("AN", [path])["host_calls"].tolist()
 
 
-def test_the_steps_calls_into_torch_show_the_ops_the_total_hides(tmp_path: Path) -> None:
+def test_the_steps_calls_into_torch_show_the_ops_the_total_hides(placed_run) -> None:
     """Lease AW: two runs unslowed, then two with ops costing 10% of the step, of the two cases whose
     total count hid them (timm_resnet50/compile, gpt2_medium/optimizer_memory)."""
-    path = tmp_path / "slowed" / "run.json"
-    path.parent.mkdir()
-    shutil.copy(DATA / "h200_torch_calls_slowed.run.json", path)
+    path = placed_run(DATA / "h200_torch_calls_slowed.run.json", "slowed")
     table = host_work_rows.rows("AW", [path])
     for case in ("timm_resnet50/compile", "gpt2_medium/optimizer_memory"):
         runs = table[table["case"] == case]

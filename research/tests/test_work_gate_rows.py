@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -20,12 +19,9 @@ TABLE = Path(__file__).parents[1] / "evidence" / "data" / "h200-work-gate-sixth-
 
 
 @pytest.fixture
-def run_document(tmp_path: Path) -> Path:
+def run_document(placed_run) -> Path:
     """The captured document where gate_runs.sh's pack leaves it: in a folder named by the run."""
-    path = tmp_path / "sync4" / "run.json"
-    path.parent.mkdir()
-    shutil.copy(CAPTURED, path)
-    return path
+    return placed_run(CAPTURED, "sync4")
 
 
 def test_each_case_is_a_row_naming_the_checks_that_failed_it(run_document: Path) -> None:
