@@ -34,6 +34,18 @@ from trainperf.spec.workload import Batch
 SETTLE_MS = 20.0
 
 
+def _found_once(name: str | None) -> bool:
+    """Whether the file ``name`` was there, deleting it: only the first build that looks finds it (the ranks of
+    a data-parallel run look at once; one of them deletes it)."""
+    if name is None:
+        return False
+    try:
+        Path(name).unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 class Toy:
     name = "toy"
     metric = Metric("accuracy", higher_is_better=True, default_tolerance=0.05, floor=0.6)
@@ -59,16 +71,11 @@ class Toy:
                 raise ValueError(f"toy built once only: {built_once} is gone")
             Path(built_once).unlink()
         sleep_ms = float(optimization.options.get("sleep_ms", 0.0))
-        once = optimization.options.get("slow_once")
-        if once is not None and Path(once).exists():
-            Path(once).unlink(missing_ok=True)  # the ranks of a data-parallel run may both find it
+        if _found_once(optimization.options.get("slow_once")):
             sleep_ms += float(optimization.options.get("slow_once_ms", 6.0))
         sleep_s = (sleep_ms + SETTLE_MS) / 1000.0 if sleep_ms else 0.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
-        shuffle_once = optimization.options.get("shuffle_once")
-        if shuffle_once is not None and Path(shuffle_once).exists():
-            Path(shuffle_once).unlink()
-            shuffle = True
+        shuffle = shuffle or _found_once(optimization.options.get("shuffle_once"))
         extra_calls = range(int(optimization.options.get("extra_calls", 0)))
         extra_ops = range(int(optimization.options.get("extra_ops", 0)))  # tensor ops added to each step
         host_reads = range(int(optimization.options.get("host_reads", 0)))  # loss.item() added to each step
