@@ -6,7 +6,7 @@ names a file: the build that finds it deletes it and trains on random labels (an
 ``extra_calls`` makes that many more calls in every step (more host work, of no time to tell),
 ``reader_calls`` makes that many calls reading each batch (a reader of many cheap calls, as the digits
 reference's), ``images`` counts its samples as images, ``slow_once`` names a file: the build that finds it
-deletes it and adds ``slow_once_ms`` (6 by default) of host time to every step (a case that looks slower
+deletes it and adds ``slow_once_ms`` (20 by default) of host time to every step (a case that looks slower
 once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError there (a broken case), or with
 "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s`` sleeps that long in its second step (a hung
 case), ``out_of_memory`` raises torch's out-of-memory error from its third step, ``build_once`` names a file:
@@ -72,7 +72,7 @@ class Toy:
             Path(built_once).unlink()
         sleep_ms = float(optimization.options.get("sleep_ms", 0.0))
         if _found_once(optimization.options.get("slow_once")):
-            sleep_ms += float(optimization.options.get("slow_once_ms", 6.0))
+            sleep_ms += float(optimization.options.get("slow_once_ms", 20.0))
         sleep_s = (sleep_ms + SETTLE_MS) / 1000.0 if sleep_ms else 0.0
         shuffle = bool(optimization.options.get("shuffle_labels", False))
         shuffle = shuffle or _found_once(optimization.options.get("shuffle_once"))
