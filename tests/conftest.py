@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,46 @@ CASES = [
 def test_toy(trainperf, optimization):
     trainperf.run(Toy(), optimization)
 """
+
+
+# What a toy session imports. The sessions pytester runs in the test's process drop the modules they
+# imported when they end, and torch's cannot be imported twice in one process: their operator libraries
+# register once. Imported before a test's pytester, they stay.
+SESSION_IMPORTS = (
+    "torch._dynamo",
+    "torch._inductor",
+    "torch._inductor.test_operators",
+    "torch.utils.flop_counter",
+    "torch.profiler",
+    "torch.distributed",
+    "torch.distributed.fsdp",
+    "torch.distributed.tensor",
+    "torch.onnx",
+    "torch._numpy",
+    "pandas",
+    "scipy.special",
+    "scipy.stats",
+    "sympy",
+    "matplotlib.pyplot",
+)
+
+
+@pytest.fixture(scope="session")
+def _modules_a_session_imports() -> None:
+    import trainperf
+
+    for name in SESSION_IMPORTS:
+        importlib.import_module(name)
+    for module in pkgutil.walk_packages(trainperf.__path__, "trainperf."):
+        importlib.import_module(module.name)
+
+
+@pytest.fixture
+def pytester(_modules_a_session_imports: None, pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester, its sessions run in the test's own process (``--runpytest=inprocess``): a session started
+    there costs no Python, torch or pytest start; a test whose session must not share its process (an
+    interrupt, a kill) calls ``runpytest_subprocess``."""
+    return pytester
 
 
 @pytest.fixture

@@ -222,7 +222,7 @@ def test_a_session_stopped_before_the_end_names_the_cases_left_unjudged(pytester
         "    if report.when == 'call' and 'variant' in report.nodeid:\n"
         "        raise KeyboardInterrupt\n"
     )
-    result = pytester.runpytest(*BASE, "--perf-report=out")
+    result = pytester.runpytest_subprocess(*BASE, "--perf-report=out")  # in-process, it would stop this test
     result.stdout.fnmatch_lines(
         [
             "toy/reference: unjudged: first measurement: toy/reference: slower than baseline: *",
@@ -309,12 +309,17 @@ def test_a_speedup_short_within_measured_noise_is_not_judged_beyond_it_fails(pyt
 
 
 THROTTLED = """
+import pytest
 from trainperf.measure import device
 
 
 def pytest_configure(config):
-    # NVML as a GPU in thermal slowdown would report it (the CPU has none to read)
-    device.clock_state = lambda device: {"sm_clock_mhz": 1200, "throttle": ["hardware thermal slowdown"]}
+    # NVML as a GPU in thermal slowdown would report it (the CPU has none to read); undone with the session,
+    # which may run in the test's own process
+    patch = pytest.MonkeyPatch()
+    throttled = {"sm_clock_mhz": 1200, "throttle": ["hardware thermal slowdown"]}
+    patch.setattr(device, "clock_state", lambda device: throttled)
+    config.add_cleanup(patch.undo)
 """
 
 
@@ -821,7 +826,7 @@ def test_toy(trainperf, optimization):
 def test_an_interrupted_update_writes_the_cases_that_finished_and_says_so(pytester: pytest.Pytester) -> None:
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=INTERRUPTED)
-    result = pytester.runpytest(*BASE, *RECORD_ONCE)
+    result = pytester.runpytest_subprocess(*BASE, *RECORD_ONCE)  # in-process, the interrupt would stop this test
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
         ["note: interrupted: the 1 case(s) that finished are written to the baselines; the others keep *"]
@@ -833,7 +838,7 @@ def test_an_interrupted_run_names_the_case_it_cut_off(pytester: pytest.Pytester)
     """A nightly stopped by Ctrl-C or a time limit must not read as a whole run with one case fewer."""
     toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
     pytester.makepyfile(toy_workload=toy, test_toy=INTERRUPTED)
-    result = pytester.runpytest(*BASE, "--perf-report=out")
+    result = pytester.runpytest_subprocess(*BASE, "--perf-report=out")  # in-process, it would stop this test
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
         [
