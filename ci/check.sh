@@ -22,9 +22,10 @@ run_pytest() {
   return "$status"
 }
 
-# hypothesis's pytest plugin costs each of the many pytest processes the tests start most of a second at
-# start, and none of them needs it (its @given tests run without it)
-export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -p no:hypothesispytest"
+# hypothesis's and anyio's pytest plugins cost each of the many pytest processes the tests start a
+# fraction of a second at start, and none of them needs them (the @given tests run without hypothesis's;
+# no test is async)
+export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -p no:hypothesispytest -p no:anyio"
 # the slow end-to-end sessions too, once, on three xdist workers: the tests are CPU-bound processes started,
 # and the toy cases they time step on one thread, so they share the two cores
 # (research/evidence/cpu-timing-noise.md, research/evidence/cpu-ci-time.md)
