@@ -538,6 +538,7 @@ def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_docume
     assert profile["error"] is None and profile["unit"] == "operator"
     assert len(profile["top"]) == 5 and profile["bottleneck"] is None  # no GPU kernels on the CPU
     assert {row["phase"] for row in profile["top"]} <= {"data", "forward", "backward", "optimizer", "other"}
+    assert any(row["name"].startswith("aten::") for row in profile["top"])  # ATen ops, whichever ranks first
     assert sum(row["share"] for row in profile["top"]) <= 1.0
     trace = pytester.path / "out" / "profiles" / "toy-reference" / "trace.json"
     assert profile["files"] == [str(trace)] and json.loads(trace.read_text())["traceEvents"]
