@@ -542,6 +542,8 @@ def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_docume
     assert sum(row["share"] for row in profile["top"]) <= 1.0
     trace = pytester.path / "out" / "profiles" / "toy-reference" / "trace.json"
     assert profile["files"] == [str(trace)] and json.loads(trace.read_text())["traceEvents"]
+    assert profile["tool"].endswith("(test process)")  # the counted iterations' trace: no child started
+    assert not (trace.parent / "torch.log").exists()
     junit = (pytester.path / "junit.xml").read_text()
     assert f'name="trainperf_top1_kernel" value="{profile["top"][0]["name"]}' in junit
     assert 'name="trainperf_profile_tool" value="torch.profiler' in junit
@@ -563,15 +565,20 @@ def test_pytest_html_rows_carry_the_top5(toy_suite) -> None:
 
 
 def test_profiler_failure_is_one_note_and_never_a_verdict(toy_suite) -> None:
-    result = toy_suite().runpytest(*BASE, "--profile=nsys", "--perf-profile-timeout=0.01")
+    pytester = toy_suite()
+    blocked = pytester.path / ".trainperf" / "profiles" / "toy-reference"  # a file where its folder goes
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("")
+    result = pytester.runpytest(*BASE, "--profile=nsys", "--perf-profile-timeout=0.01")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "toy/reference: no profile (torch: python* timed out after 0.01 s (log: *torch.log))",
+            "toy/reference: no profile (torch: FileExistsError: *toy-reference*)",
             "note: --profile=nsys profiles CUDA kernels; this run is on cpu: torch.profiler used instead",
-            "note: toy/reference: profile not attached: torch: python* timed out after 0.01 s*",
+            "note: toy/reference: profile not attached: torch: FileExistsError: *",
         ]
     )
+    assert "toy/variant: profile not attached" not in result.stdout.str()  # its own folder held its trace
 
 
 def test_no_trainperf_cases_leave_the_session_alone(pytester: pytest.Pytester) -> None:
@@ -901,6 +908,9 @@ def test_profile_cases_failed_profiles_only_the_cases_that_failed(toy_suite) -> 
     document = json.loads((pytester.path / "out" / "run.json").read_text())
     profiled = {case["name"]: case["extra_info"]["profile"] is not None for case in document["benchmarks"]}
     assert profiled == {"toy/reference": False, "toy/variant": True}
+    profiles = pytester.path / "out" / "profiles"
+    assert not (profiles / "toy-reference").exists()  # a case that passed costs no trace
+    assert (profiles / "toy-variant" / "torch.log").is_file()  # a failed one's Top-5 comes from a child
 
 
 def test_profile_cases_chooses_all_failed_or_cases_by_name() -> None:

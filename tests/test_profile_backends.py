@@ -3,6 +3,7 @@ Top-5, on outputs captured on the H100 (tests/data)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import sys
@@ -64,8 +65,10 @@ def test_backend_falls_back_with_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     ]
 
 
-def test_ncu_takes_its_top5_from_a_child_trace_never_from_the_test_process(tmp_path: Path) -> None:
-    executable(tmp_path / "ncu", f"cat {DATA / 'ncu.version'}")
+def test_ncu_takes_its_top5_from_the_test_processs_trace_and_starts_a_child_only_without_one(tmp_path: Path) -> None:
+    executable(
+        tmp_path / "ncu", f'cat {DATA / "ncu.version"}; [ "$1" = --version ] || echo "$@"'
+    )  # a fake ncu that runs nothing
     notes: list[str] = []
     backend = choose_backend("ncu", "cuda", {"PATH": str(tmp_path)}, "2.11.0", notes.append)
     assert backend.name == "ncu" and isinstance(backend.timeline, TorchProfiler)
@@ -73,6 +76,15 @@ def test_ncu_takes_its_top5_from_a_child_trace_never_from_the_test_process(tmp_p
     with pytest.raises(ProfileError, match=r"python.* exited with status 4"):  # the torch child, on no such node
         backend.profile(job(tmp_path))
     assert (tmp_path / "out" / "torch.log").is_file()
+    (tmp_path / "out" / "torch.log").unlink()
+    traced = dataclasses.replace(job(tmp_path), trace=DATA / "gpt2_stack.trace.json.gz")
+    found = TorchProfiler("2.11.0").profile(traced)
+    assert found.tool == "torch.profiler 2.11.0 (test process)" and found.files == [traced.trace]
+    with pytest.raises(ProfileError, match="the child process ran no marked iteration"):  # ncu's, here faked
+        backend.profile(traced)
+    assert not (tmp_path / "out" / "torch.log").exists()  # no torch child: the trace gave the Top-5
+    ncu_argv = (tmp_path / "out" / "ncu.log").read_text()
+    assert f"--kernel-name {ncu.kernel_filter(found.top)}" in ncu_argv and str(sys.executable) in ncu_argv
 
 
 def test_child_is_this_python_running_pytest_on_the_node_without_a_shell(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ it: exact where the code is, and naming what rose."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -43,6 +44,33 @@ def test_the_same_step_counts_the_same_work_and_added_ops_and_reads_show_by_name
     added = work.count(*training(extra_ops=5, host_reads=1), cpu)
     assert added.ops_by_name["aten::add"] == base[0].ops_by_name.get("aten::add", 0) + 5
     assert added.ops == base[0].ops + 6 and added.syncs == base[0].syncs + 1  # the read: aten::item
+
+
+def test_a_traced_count_counts_the_same_work_and_marks_its_last_iteration_for_the_top5(tmp_path: Path) -> None:
+    from trainperf.measure.phases import PhaseRanges, phase_marker
+    from trainperf.profile import launches
+
+    cpu = torch.device("cpu")
+    phases = PhaseRanges(phase_marker(cpu))
+    step, fetch = training()
+
+    def phased_step(batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        with phases("forward"):
+            return step(batch)
+
+    trace = tmp_path / "case" / "trace.json"
+    assert work.count(phased_step, fetch, cpu, trace=(trace, phases)) == work.count(phased_step, fetch, cpu)
+    assert not phases.for_torch_profiler  # the timed iterations never carry the profiler's ranges
+    capture = launches.read_torch_trace(trace)
+    marked = capture.ranges[capture.ranges["name"] == "trainperf_iteration"]
+    counted = capture.ranges[capture.ranges["name"] == work.COUNTED_RANGE].sort_values("start")
+    assert len(marked) == 1 and len(counted) == work.COUNTED_ITERATIONS
+    assert marked["start"].iloc[0] >= counted["start"].iloc[-1]  # the last counted iteration is the marked one
+    iteration = launches.iteration_launches(capture)
+    assert set(iteration["phase"]) == {"forward", "other"}  # its step, and the batch made outside it
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert work.count(phased_step, fetch, cpu, trace=(blocked / "trace.json", phases)).ops > 0  # no trace, no error
 
 
 def test_counting_on_a_gpu_has_kineto_detach_cupti_unless_the_user_or_torch_chose_otherwise(

@@ -6,9 +6,11 @@ the case under a profiler, ``session`` keeps the record that every report reads.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
@@ -311,11 +313,29 @@ class TrainPerf:
 
     def _run_recording_memory(self, spec: CaseSpec) -> Measurement:
         """``run_case(spec)``; under --perf-memory-snapshot, one more iteration with the memory history on."""
+        trace = self._trace(spec)
         if not self.session.settings.memory_snapshot:
-            return run_case(spec)
+            return run_case(spec, trace=trace)
         from trainperf.measure import memory_snapshot
 
-        return memory_snapshot.run_recording(spec, self.session.settings.report, self.session.note)
+        return memory_snapshot.run_recording(spec, self.session.settings.report, self.session.note, trace)
+
+    def _trace(self, spec: CaseSpec) -> Path | None:
+        """Where this run's counted iterations leave the trace that gives the case's Top-5, for a case that
+        --profile-cases names (an earlier run's trace removed first: a trace is only ever this run's). None
+        without --profile, and under ``failed``: a case's verdict comes after its count, so a failed case
+        has a child find its Top-5, and a night that fails nothing writes no trace."""
+        profiling, selection = self.session.profiling, self.session.settings.profile_cases
+        if profiling is None or selection == "failed":
+            return None
+        from trainperf.profile.profiler import selected
+
+        if not selected(selection, spec.key, failed=False):
+            return None
+        trace = profiling.trace(spec.key)
+        with contextlib.suppress(OSError):  # a folder that cannot hold it: the profiler's child says why
+            trace.unlink(missing_ok=True)
+        return trace
 
     def _result(self, spec: CaseSpec, measurement: Measurement, reference: Measurement) -> CaseResult:
         session, workload, optimization = self.session, spec.workload, spec.optimization

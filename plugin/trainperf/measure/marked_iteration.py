@@ -1,5 +1,6 @@
-"""The child side of profiling: the case in a fresh process, warmed up, then exactly one marked iteration.
-No profiler runs in the test process, where cases are timed.
+"""The child side of profiling: the case in a fresh process, warmed up, then exactly one marked iteration,
+for a tool that must run the process itself (nsys, ncu), or for the Top-5 where the test process's
+counted iterations left no trace (``measure.work``). No profiler runs while the test process times.
 
 The marked iteration runs between ``cudaProfilerStart`` and ``cudaProfilerStop`` inside the NVTX range
 ``trainperf_iteration`` (so nsys and ncu capture only it), its phases as NVTX ranges; with ``torch`` the

@@ -24,14 +24,17 @@ from trainperf.spec.case import CaseSpec
 MAX_ENTRIES = 500_000  # allocation events kept: far more than one iteration of the suite's cases makes
 
 
-def run_recording(spec: CaseSpec, report: Path | None, note: Callable[[str], None]) -> Measurement:
-    """The case run as ever, then one more iteration recorded into ``report``/memory/CASE; where that
-    cannot be (not CUDA, no report folder) or fails, the case's figures stand and ``note`` says why."""
+def run_recording(
+    spec: CaseSpec, report: Path | None, note: Callable[[str], None], trace: Path | None = None
+) -> Measurement:
+    """The case run as ever (``trace`` as in ``run_case``), then one more iteration recorded into
+    ``report``/memory/CASE; where that cannot be (not CUDA, no report folder) or fails, the case's figures
+    stand and ``note`` says why."""
     if spec.device.type != "cuda" or report is None:
         where = f"this run is on {spec.device.type}" if spec.device.type != "cuda" else "no --perf-report is given"
         note(f"--perf-memory-snapshot: no snapshots: PyTorch records memory history on CUDA only, kept under "
              f"--perf-report; {where}")  # fmt: skip
-        return run_case(spec)
+        return run_case(spec, trace=trace)
     folder = case_folder(report / "memory", spec.key)
     kept: dict[str, Any] = {}
 
@@ -41,7 +44,7 @@ def run_recording(spec: CaseSpec, report: Path | None, note: Callable[[str], Non
         except (RuntimeError, OSError, KeyError) as error:
             note(f"{spec.key}: no memory snapshot: {type(error).__name__}: {first_line(error, 300)}")
 
-    measurement = run_case(spec, then=record)
+    measurement = run_case(spec, then=record, trace=trace)
     if kept:
         measurement.memory_snapshot = kept
         note(_memory_line(spec.key, kept))

@@ -10,6 +10,7 @@ import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -35,14 +36,15 @@ def seed_everything(seed: int = SEED) -> None:
     torch.manual_seed(seed)
 
 
-def run_case(spec: CaseSpec, then: Callable[[Prepared], None] | None = None) -> Measurement:
+def run_case(spec: CaseSpec, then: Callable[[Prepared], None] | None = None, trace: Path | None = None) -> Measurement:
     """Train ``warmup + iters`` iterations of the case and measure the last ``iters``; ``then(case)``
-    runs after everything is measured (``--profile`` traces one more iteration there). A data-parallel
-    case runs this in every process; each trains its own slice of every batch."""
+    runs after everything is measured (``--perf-memory-snapshot`` records one more iteration there). With
+    ``trace``, the iterations that count the work leave their torch.profiler trace there (``work.count``).
+    A data-parallel case runs this in every process; each trains its own slice of every batch."""
     seed_everything()
     try:
         with backend_settings(spec.optimization):
-            return _run(spec, then)
+            return _run(spec, then, trace)
     finally:  # here, not in _run: its frame would still hold the model, its optimizer and its batches
         free_memory(spec.device)
 
@@ -68,7 +70,7 @@ def prepare(spec: CaseSpec) -> Prepared:
     return Prepared(training, model, fetch, stepper(training, model, device, optimization, phases), phases)
 
 
-def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement:
+def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None, trace: Path | None) -> Measurement:
     optimization, device, warmup, iters = spec.optimization, spec.device, spec.warmup, spec.iters
     phase = PhaseClock()
     with phase("build"):
@@ -96,7 +98,8 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None) -> Measurement
     with phase("count"):
         calls = host_work.calls_per_iteration(step, fetch)
         synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
-        counted = None if _gloo_rank() else work.count(step, fetch, device)
+        marked = None if trace is None else (trace, case.phases)
+        counted = None if _gloo_rank() else work.count(step, fetch, device, trace=marked)
     if then is not None:
         then(case)
     return Measurement(

@@ -16,18 +16,21 @@ next case of the session would be timed slower wherever it waits on the host (``
 counted iterations share one profile, split at the range around each: Kineto tears CUPTI down on a
 thread of its own after a profile, and a profile started soon after another one loses its GPU activity
 to that pending teardown (no kernels, no synchronizing calls), so one profile a count, never one an
-iteration.
+iteration. Under ``--profile`` the same profile is written as a chrome trace with its last iteration
+marked (``MARK``, its phases as ranges): the Top-5 is read from it, so no process starts to find it.
 """
 
 from __future__ import annotations
 
 import bisect
 import collections
+import contextlib
 import os
 import statistics
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -35,6 +38,8 @@ from torch.autograd import DeviceType  # type: ignore[attr-defined]
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from trainperf.measure import device as devices
+from trainperf.measure.phases import PhaseRanges
+from trainperf.profile.child import MARK
 
 COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its optimizer step does not move it
 COUNTED_RANGE = "trainperf_counted_iteration"  # the profiler range around each counted iteration
@@ -96,25 +101,57 @@ def count(
     fetch: Callable[[], tuple[Any, float]],
     device: torch.device,
     iterations: int = COUNTED_ITERATIONS,
+    trace: tuple[Path, PhaseRanges] | None = None,
 ) -> Work:
     """The work of ``iterations`` training iterations (``step(fetch()[0])``, the fetch included, as in a
-    timed iteration), each figure the median over them."""
+    timed iteration), each figure the median over them. With ``trace`` (a path and the case's phase
+    ranges), the last one is also the marked iteration and the profile is written to the path; a trace
+    that cannot be written is left out (the profiler's child finds the Top-5 then)."""
     cuda = device.type == "cuda"
     if cuda:
         detach_cupti()
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    phases = None if trace is None else trace[1]
     with devices.ClockWatch(device) as watch, warnings.catch_warnings(), profile(activities=activities) as profiler:
         warnings.filterwarnings("ignore", message=".*Profiler clears events")  # one profile: nothing to keep
-        for _ in range(iterations):
-            with record_function(COUNTED_RANGE):
+        for index in range(iterations):
+            marked = phases is not None and index == iterations - 1
+            with record_function(COUNTED_RANGE), _marked(phases if marked else None):
                 step(fetch()[0])
                 if cuda:
                     torch.cuda.synchronize(device)
     counted = [_read(events, cuda) for events in by_iteration(profiler.events())]
     for iteration in counted:
         iteration.syncs -= cuda  # not the synchronization that ends the counted iteration
+    if trace is not None:
+        _write_trace(profiler, trace[0])
     clocks = watch.summary() or {}
     return _median(counted, cuda, clocks.get("mean_sm_clock_mhz"))
+
+
+@contextlib.contextmanager
+def _marked(phases: PhaseRanges | None) -> Iterator[None]:
+    """The iteration inside the ``MARK`` range, its phases as torch.profiler ranges (``phases``); else as is.
+    Ranges are no work: a count skips them."""
+    if phases is None:
+        yield
+        return
+    phases.for_torch_profiler = True
+    try:
+        with phases(MARK):
+            yield
+    finally:
+        phases.for_torch_profiler = False
+
+
+def _write_trace(profiler: profile, path: Path) -> None:
+    """The profile as a chrome trace at ``path``; where it cannot be written, none (a stale one removed)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        profiler.export_chrome_trace(str(path))
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
 
 
 def by_iteration(events: Iterable[Any]) -> list[list[Any]]:

@@ -1,8 +1,8 @@
-"""What every profiler backend shares: the profile it yields from a child's capture (Top-5 kernels,
-bottleneck verdict, roofline, raw files). The child is a ``job.Job``.
+"""What every profiler backend shares: the profile it yields from a capture (Top-5 kernels, bottleneck
+verdict, roofline, raw files), the test process's trace or a child's. The child is a ``job.Job``.
 
 Backends: ``torchprof`` (torch.profiler), ``nsys`` (Nsight Systems), ``ncu`` (Nsight Compute on the
-Top-5 of a child's torch.profiler trace). No torch or pytest here.
+Top-5 of a torch.profiler trace). No torch or pytest here.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ class Job:
     data_wait: float | None = None  # reader_cost / batch_cost of the timed run
     pytest_args: tuple[str, ...] = ()  # for the child's pytest: ini file, device
     timed_ms: float | None = None  # the timed run's median iteration
+    trace: Path | None = None  # the trace the test process's counted iterations left, where they left one
 
 
 def child_argv(job: Job, torch_trace: bool = False) -> list[str]:

@@ -1,8 +1,8 @@
-"""Nsight Compute backend: the Top-5 comes from a child's torch.profiler trace, then ncu
-profiles only those kernels (by function name), only inside the marked iteration (``--profile-from-start
-off``), one launch per launch configuration, with the GPU's clocks left as they are (``--clock-control
-none``). Each profiled launch is matched back to its Top-5 kernel by function name, grid and block, and
-its raw page gives the kernel's roofline point."""
+"""Nsight Compute backend: the Top-5 comes from the torch.profiler trace of the test process's counted
+iterations (a child's where there is none), then ncu profiles only those kernels (by function name),
+only inside the marked iteration (``--profile-from-start off``), one launch per launch configuration,
+with the GPU's clocks left as they are (``--clock-control none``). Each profiled launch is matched back
+to its Top-5 kernel by function name, grid and block, and its raw page gives the kernel's roofline point."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from trainperf.profile.tools import Tool
 REPORT = "ncu"  # ncu.ncu-rep and ncu.csv in the job's folder
 SECTIONS = ("SpeedOfLight", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart")
 PIPE_METRICS = tuple(PIPE.format(op) for parts in PIPE_FLOPS.values() for op, _ in parts)
-# the test process and the torch child compiled this case already: the child's compile hits the caches
+# the test process compiled this case already: the child's compile hits the caches
 CHILD_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 LOOK_ALIKE = (
     "not profiled: another Top-5 kernel has its function name, grid, block and registers; ncu cannot tell them apart"
@@ -58,7 +58,7 @@ class NcuProfiler:
 
     def __init__(self, tool: Tool, timeline: Backend) -> None:
         self.tool = tool
-        self.timeline = timeline  # the child's torch.profiler trace: the Top-5 to profile
+        self.timeline = timeline  # the torch.profiler trace: the Top-5 to profile
 
     def profile(self, job: Job) -> Profile:
         found = self.timeline.profile(job)

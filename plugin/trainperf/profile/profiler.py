@@ -11,6 +11,7 @@ from pathlib import Path
 
 from trainperf.profile import tools
 from trainperf.profile.backend import Backend, Profile
+from trainperf.profile.child import TRACE
 from trainperf.profile.job import Job, ProfileError
 from trainperf.profile.ncu import NcuProfiler
 from trainperf.profile.nsys import NsysProfiler
@@ -39,11 +40,17 @@ class ProfileSetup:
     timeout_s: float
 
     def job(self, nodeid: str, case_key: str, data_wait: float | None, timed_ms: float) -> Job:
-        folder = self.folder(case_key)
-        return Job(nodeid, self.rootdir, folder, self.timeout_s, data_wait, self.child_args, timed_ms)
+        folder, trace = self.folder(case_key), self.trace(case_key)
+        found = trace if trace.is_file() else None
+        return Job(nodeid, self.rootdir, folder, self.timeout_s, data_wait, self.child_args, timed_ms, found)
 
     def folder(self, case_key: str) -> Path:
         return case_folder(self.root, case_key)
+
+    def trace(self, case_key: str) -> Path:
+        """Where the test process leaves the trace of a case's counted iterations, whose marked one gives
+        its Top-5."""
+        return self.folder(case_key) / TRACE
 
 
 def selected(selection: str, case_key: str, failed: bool) -> bool:

@@ -1,6 +1,7 @@
-"""torch.profiler backend: needs no Nsight. A child process writes the marked iteration's trace
-(``trace.json``, opens in Perfetto or chrome://tracing), whose kernels give the Top-5 (on a CPU run, its
-innermost operators). No profiler ever runs in the test process, where the cases are timed."""
+"""torch.profiler backend: needs no Nsight. The Top-5 comes from the marked iteration of a trace
+(``trace.json``, opens in Perfetto): the one the test process wrote while it counted the case's work,
+after its timed iterations (``measure.work``), else one a child process writes. On a CPU run the
+innermost operators stand in for kernels."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ class TorchProfiler:
         self.tool = f"torch.profiler {torch_version}"
 
     def profile(self, job: Job) -> Profile:
+        if job.trace is not None:  # no process to start: the counted iterations were profiled already
+            return _from_trace(job.trace, f"{self.tool} (test process)", job)
         run_logged(child_argv(job, torch_trace=True), job, "torch.log")
         require_child_ran(job)
         return _from_trace(job.out_dir / TRACE, self.tool, job)
