@@ -323,10 +323,11 @@ class TrainPerf:
     def _trace(self, spec: CaseSpec) -> Path | None:
         """Where this run's counted iterations leave the trace that gives the case's Top-5, for a case that
         --profile-cases names (an earlier run's trace removed first: a trace is only ever this run's). None
-        without --profile, and under ``failed``: a case's verdict comes after its count, so a failed case
-        has a child find its Top-5, and a night that fails nothing writes no trace."""
+        without --profile, with nsys (which captures its own), and under ``failed``: a case's verdict comes
+        after its count, so a failed case has a child find its Top-5, and a night that fails nothing writes
+        no trace."""
         profiling, selection = self.session.profiling, self.session.settings.profile_cases
-        if profiling is None or selection == "failed":
+        if profiling is None or not profiling.backend.reads_trace or selection == "failed":
             return None
         from trainperf.profile.profiler import selected
 

@@ -34,6 +34,7 @@ class Profile:
 
 class Backend(Protocol):
     name: str
+    reads_trace: bool  # takes its Top-5 from the trace of the test process's counted iterations (Job.trace)
 
     def profile(self, job: Job) -> Profile:
         """Re-run the job's node under the tool; raises ProfileError with a one-line reason."""

@@ -55,6 +55,7 @@ def import_argv(tool: Tool, job: Job) -> list[str]:
 
 class NcuProfiler:
     name = "ncu"
+    reads_trace = True
 
     def __init__(self, tool: Tool, timeline: Backend) -> None:
         self.tool = tool

@@ -27,6 +27,7 @@ def export_argv(tool: Tool, job: Job) -> list[str]:
 
 class NsysProfiler:
     name = "nsys"
+    reads_trace = False  # its Top-5 is the one nsys captures
 
     def __init__(self, tool: Tool) -> None:
         self.tool = tool

@@ -15,6 +15,7 @@ from trainperf.profile.job import Job, ProfileError, child_argv, require_child_r
 
 class TorchProfiler:
     name = "torch"
+    reads_trace = True
 
     def __init__(self, torch_version: str) -> None:
         self.tool = f"torch.profiler {torch_version}"
