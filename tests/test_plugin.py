@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from trainperf.cli.main import main
@@ -290,7 +291,11 @@ def test_a_speedup_short_within_measured_noise_is_not_judged_beyond_it_fails(pyt
         entry["samples_ms"] = [median] * len(entry["samples_ms"])
     path.write_text(json.dumps(stored))
     result = pytester.runpytest(*BASE, "--perf-confirmations=0", "--perf-report=out", "--junitxml=junit.xml")
-    result.assert_outcomes(passed=2, failed=1)
+    # per case: the reference's own time is not this test's, and a host busy with the other tests' sessions
+    # once slowed it beyond even the largest floor
+    cases = ElementTree.parse(pytester.path / "junit.xml").iter("testcase")
+    passed = {case.get("name"): case.find("failure") is None for case in cases}
+    assert passed["test_toy[noisy]"] and not passed["test_toy[steady]"]
     result.stdout.fnmatch_lines(
         [
             "*toy/steady: speedup *x over reference is below the minimum 1.50x by *%, beyond *%, the noise measured*",
