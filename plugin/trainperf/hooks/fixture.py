@@ -6,7 +6,6 @@ the case under a profiler, ``session`` keeps the record that every report reads.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -322,7 +321,7 @@ class TrainPerf:
 
     def _trace(self, spec: CaseSpec) -> Path | None:
         """Where this run's counted iterations leave the trace that gives the case's Top-5, for a case that
-        --profile-cases names (an earlier run's trace removed first: a trace is only ever this run's). None
+        --profile-cases names (written over an earlier run's, or removed where it cannot be). None
         without --profile, with nsys (which captures its own), and under ``failed``: a case's verdict comes
         after its count, so a failed case has a child find its Top-5, and a night that fails nothing writes
         no trace."""
@@ -333,10 +332,7 @@ class TrainPerf:
 
         if not selected(selection, spec.key, failed=False):
             return None
-        trace = profiling.trace(spec.key)
-        with contextlib.suppress(OSError):  # a folder that cannot hold it: the profiler's child says why
-            trace.unlink(missing_ok=True)
-        return trace
+        return profiling.trace(spec.key)
 
     def _result(self, spec: CaseSpec, measurement: Measurement, reference: Measurement) -> CaseResult:
         session, workload, optimization = self.session, spec.workload, spec.optimization

@@ -145,7 +145,8 @@ def _marked(phases: PhaseRanges | None) -> Iterator[None]:
 
 
 def _write_trace(profiler: profile, path: Path) -> None:
-    """The profile as a chrome trace at ``path``; where it cannot be written, none (a stale one removed)."""
+    """The profile as a chrome trace at ``path``, over an earlier run's; where it cannot be written, none
+    (an earlier or partial one removed): a trace is only ever this run's."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         profiler.export_chrome_trace(str(path))
