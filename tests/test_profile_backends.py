@@ -92,6 +92,7 @@ def test_child_is_this_python_running_pytest_on_the_node_without_a_shell(tmp_pat
     assert argv[:4] == [sys.executable, "-m", "pytest", NODE]
     assert argv[-3:] == ["--trainperf-child", str(tmp_path / "out"), "--trainperf-child-torch"]
     assert "--perf-device=cuda" in argv
+    assert argv[argv.index("no:unraisableexception") - 1] == "-p"  # its exit collects the garbage five times
 
 
 def test_nsys_captures_only_the_marked_iteration_and_graph_kernels(tmp_path: Path) -> None:
@@ -223,3 +224,19 @@ def test_a_version_banner_of_other_bytes_than_utf8_still_gives_the_tool(tmp_path
     banner = r"NVIDIA (R) Nsight Compute \377\376 Profiler\nVersion 2025.3.1.0 (build 36398880) (public-release)\n"
     executable(tmp_path / "ncu", f"printf '{banner}'")
     assert tools.find("ncu", {"PATH": str(tmp_path)}).version == "2025.3.1.0"
+
+
+@pytest.mark.parametrize("case", ["h200_gpt2_reference_gemm", "h200_bert_amp_bf16_gemm"])
+def test_the_hierarchical_section_with_the_metrics_gives_the_roofline_of_all_three_sections(case: str) -> None:
+    """One kernel of one case profiled twice on one H200: with the three sections ncu took 17 passes a
+    launch, with the hierarchical one and METRICS 9; each launch's roofline point must not move."""
+    every = {p.kernel: p for p in roofline(read_ncu_raw(DATA / f"{case}.sections.ncu.csv"))}
+    lean_raw = read_ncu_raw(DATA / f"{case}.hierarchical.ncu.csv")
+    assert set(ncu.METRICS) <= set(lean_raw.columns)
+    lean = {p.kernel: p for p in roofline(lean_raw)}
+    assert lean.keys() == every.keys()
+    for kernel, point in lean.items():
+        assert point.precision == every[kernel].precision and point.bound == every[kernel].bound
+        assert point.roof_share == pytest.approx(every[kernel].roof_share, rel=0.05)
+        assert point.l2_bytes > 0 and point.l1_bytes > 0  # the section's own derived metrics
+    assert ncu.SECTIONS == ("SpeedOfLight_HierarchicalTensorRooflineChart",)

@@ -33,3 +33,6 @@ ls -la $C; tar -czf $OUT/captures.tar.gz -C /tmp captures
 # gpt2_reference.* and gpt2_amp_bf16.*: the test process's trace.json (gzipped) and the case folder's ncu.csv of
 #   ci/device_pytest.sh gpt2_a perf_tests/test_gpt2.py --profile=ncu -k "reference or tf32 or amp_bf16"
 # (amp_bf16's from a later run, after launch__registers_per_thread joined the metrics).
+# h200_*_gemm.{sections,hierarchical}.ncu.csv: one kernel of gpt2/reference and of bert/amp_bf16 profiled
+# twice on one H200, with the three sections and with the hierarchical one and ncu.METRICS alone:
+#   research/studies/ncu_child_cost.sh NODE KERNEL_FUNCTION_NAME   (its sections.csv and hierarchical.csv)
