@@ -254,7 +254,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_sep("=", "trainperf: the xdist workers' cases")
         for line in lazy.merged_lines:
             terminalreporter.write_line(line)
-    if lazy is None or lazy.session is None:
+    if lazy is None or lazy.session is None or lazy.child is not None:  # a child's parent reports
         return
     from trainperf.report.terminal import write_summary
 

@@ -41,9 +41,11 @@ class Job:
 
 
 def child_argv(job: Job, torch_trace: bool = False) -> list[str]:
-    """``python -m pytest <nodeid>`` in child mode: warm up, then one marked iteration."""
+    """``python -m pytest <nodeid>`` in child mode: warm up, then one marked iteration. Without the
+    plugins a child has no use for: unraisableexception's exit collects the garbage up to five times."""
     argv = [sys.executable, "-m", "pytest", job.nodeid, "-q", "--no-header", "-p", "no:cacheprovider"]
-    argv += ["-p", "no:xdist", "-p", "no:logging", *job.pytest_args, "--trainperf-child", str(job.out_dir)]
+    argv += ["-p", "no:xdist", "-p", "no:logging", "-p", "no:unraisableexception", *job.pytest_args]
+    argv += ["--trainperf-child", str(job.out_dir)]
     return argv + (["--trainperf-child-torch"] if torch_trace else [])
 
 
