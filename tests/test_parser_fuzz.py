@@ -7,17 +7,16 @@ import contextlib
 import copy
 import gzip
 import json
-import shutil
-import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trainperf.profile import launches
-from trainperf.profile.launches import ProfileFormatError
+from trainperf.profile.launches import STATS_REPORTS, ProfileFormatError
 from trainperf.record import document
 from trainperf.record.document import RunDocumentError
 
@@ -73,45 +72,45 @@ def test_torch_trace_mutations_raise_only_the_format_error(mutations: list[tuple
             _analysed(launches.read_torch_trace(path))
 
 
-SQLITE_TARGETS = [
-    ("CUPTI_ACTIVITY_KIND_KERNEL", ["start", "end", "demangledName", "shortName", "correlationId", "gridX"]),
-    ("CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "correlationId"]),
-    ("NVTX_EVENTS", ["start", "end", "text", "textId"]),
-    ("StringIds", ["id", "value"]),
-]
+STATS = DATA / "h200_digits_amp_bf16"  # nsys stats' CSV reports of one H200 capture
+STATS_COLUMNS = {report: list(pd.read_csv(f"{STATS}_{report}.csv", nrows=0).columns) for report in STATS_REPORTS}
 
 
 @FUZZ
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(SQLITE_TARGETS),
-            st.integers(0, 10),
-            st.sampled_from(["null", "text", "drop_column", "delete_rows", "negative"]),
+            st.sampled_from(STATS_REPORTS),
+            st.integers(0, 20),
+            st.sampled_from(["empty", "text", "negative", "drop_column", "delete_rows", "truncate"]),
             st.integers(1, 50),
         ),
         min_size=1,
         max_size=3,
     )
 )
-def test_nsys_sqlite_mutations_raise_only_the_format_error(mutations: list[tuple[Any, int, str, int]]) -> None:
+def test_nsys_stats_mutations_raise_only_the_format_error(mutations: list[tuple[str, int, str, int]]) -> None:
+    tables = {r: pd.read_csv(f"{STATS}_{r}.csv", dtype=str, keep_default_na=False) for r in STATS_REPORTS}
+    texts: dict[str, str | None] = {}
+    for report, pick, how, every in mutations:
+        table = tables[report]
+        column = STATS_COLUMNS[report][pick % len(STATS_COLUMNS[report])]
+        rows = table.index % every == 0
+        if how in ("empty", "text", "negative") and column in table:
+            table.loc[rows, column] = {"empty": "", "text": "x", "negative": f"-{every}"}[how]
+        elif how == "drop_column":
+            tables[report] = table.drop(columns=column, errors="ignore")
+        elif how == "delete_rows":
+            tables[report] = table[~rows]
+        elif how == "truncate":
+            texts[report] = tables[report].to_csv(index=False)[: every * 40]
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "export.sqlite"
-        shutil.copy(DATA / "digits_amp_bf16.nsys.sqlite", path)
-        with sqlite3.connect(path) as db:
-            for (table, columns), pick, how, every in mutations:
-                column = columns[pick % len(columns)]
-                statements = {
-                    "null": f"UPDATE {table} SET {column} = NULL WHERE rowid % {every} = 0",
-                    "text": f"UPDATE {table} SET {column} = 'x' WHERE rowid % {every} = 0",
-                    "negative": f"UPDATE {table} SET {column} = -{every} WHERE rowid % {every} = 0",
-                    "drop_column": f"ALTER TABLE {table} DROP COLUMN {column}",
-                    "delete_rows": f"DELETE FROM {table} WHERE rowid % {every} = 0",
-                }
-                with contextlib.suppress(sqlite3.Error):  # a column SQLite will not drop: no such mutation
-                    db.execute(statements[how])
+        prefix = Path(folder) / "nsys"
+        for report, table in tables.items():
+            text = texts.get(report, table.to_csv(index=False))
+            Path(f"{prefix}_{report}.csv").write_text(text or "", encoding="utf-8")
         with contextlib.suppress(ProfileFormatError):
-            _analysed(launches.read_nsys_sqlite(path))
+            _analysed(launches.read_nsys_stats(prefix))
 
 
 RUN_DOCUMENTS = sorted(DATA.glob("*.run.json"))
@@ -133,7 +132,7 @@ def test_the_unmutated_captures_parse() -> None:
     """The mutations start from documents the parsers accept, so that accepting a mutation means something."""
     for path in RUN_DOCUMENTS:
         document.cases_frame(document.load(path).cases)
-    _analysed(launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite"))
+    _analysed(launches.read_nsys_stats(STATS))
     path = DATA / "gpt2_stack.trace.json.gz"
     _analysed(launches.read_torch_trace(path))
 

@@ -104,6 +104,30 @@ def test_nsys_captures_only_the_marked_iteration_and_graph_kernels(tmp_path: Pat
     assert argv[argv.index(sys.executable) :][3] == NODE
 
 
+def test_nsys_reads_its_top5_from_the_stats_reports_of_this_run_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fake nsys: ``profile`` leaves the child's mark, ``stats`` writes the H200 capture's reports to
+    its --output prefix, or none with NO_REPORTS; a report an earlier run left is not read."""
+    prefix = DATA / "h200_digits_amp_bf16"
+    fake = executable(
+        tmp_path / "nsys",
+        'case "$1" in profile) touch "$(dirname "${10}")/child.json";; '  # beside its --output
+        f'stats) [ -n "$NO_REPORTS" ] || for r in cuda_kern_exec_trace nvtx_pushpop_trace; do '
+        f'cp {prefix}_$r.csv "$8_$r.csv"; done;; esac',
+    )
+    (tmp_path / "out").mkdir()
+    backend = nsys.NsysProfiler(tools.Tool("nsys", fake, "2025.3.1.0"))
+    found = backend.profile(job(tmp_path))
+    assert found.tool == "nsys 2025.3.1.0" and len(found.top) == 5 and found.bottleneck is not None
+    assert [f.name for f in found.files] == ["nsys.nsys-rep", *(f"nsys_{r}.csv" for r in launches.STATS_REPORTS)]
+    argv = nsys.stats_argv(backend.tool, job(tmp_path))
+    assert argv[1:5] == ["stats", "--report", "cuda_kern_exec_trace,nvtx_pushpop_trace", "--format"]
+    monkeypatch.setenv("NO_REPORTS", "1")  # the tables the first run left are removed, not read
+    with pytest.raises(ProfileError, match=r"nsys_cuda_kern_exec_trace\.csv: missing: nsys stats wrote no"):
+        backend.profile(job(tmp_path))
+
+
 def torch_profile(trace: str) -> Profile:
     capture = launches.read_torch_trace(DATA / trace)
     return from_capture(capture, "torch.profiler", Job(NODE, DATA, DATA, 1.0), [])

@@ -1,11 +1,12 @@
-"""Profile parsers, Top-5, roofline and verdicts on outputs captured on the H100 (tests/data/capture.sh)."""
+"""Profile parsers, Top-5, roofline and verdicts on outputs captured on the H100 and the H200
+(tests/data/capture.sh, tests/data/capture_nsys_stats.sh)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,8 @@ from trainperf.profile import launches
 from trainperf.profile.launches import ProfileFormatError
 from trainperf.profile.ncu_raw import read_ncu_raw, unit_scale
 from trainperf.profile.roofline import roofline
+
+from tests.nsys_export import read_sqlite
 
 DATA = Path(__file__).parent / "data"
 
@@ -22,7 +25,7 @@ def top5(capture: launches.Capture):
 
 
 def test_nsys_export_gives_the_top5_of_the_marked_iteration_with_phases() -> None:
-    capture = launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    capture = read_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
     marked = launches.iteration_launches(capture)
     assert len(marked) == 119
     assert set(marked["phase"]) == {"forward", "backward", "optimizer"}
@@ -33,11 +36,27 @@ def test_nsys_export_gives_the_top5_of_the_marked_iteration_with_phases() -> Non
     assert len(top) == 5
     assert top.loc[0, "short"] == "batch_norm_backward_kernel"
     assert top.loc[0, "phase"] == "backward" and top.loc[0, "calls"] == 4
-    assert top.loc[0, "mangled"].startswith("_Z")  # what ncu's --kernel-name-base mangled matches
+
+
+@pytest.mark.parametrize("case", ["h200_digits_amp_bf16", "h200_gpt2_cuda_graphs"])
+def test_nsys_stats_hold_the_launches_and_ranges_of_the_sqlite_export(case: str) -> None:
+    """One H200 report read both ways (tests/data/capture_nsys_stats.sh): the stats reports give every
+    kernel with its launching call (a CUDA graph's kernels with the graph's launch), grid, block and
+    name, and every NVTX range, as the SQLite export does."""
+    stats = launches.read_nsys_stats(DATA / case)
+    export = read_sqlite(DATA / f"{case}.nsys.sqlite")
+    columns = ["start", "end", "launch", "grid", "block", "name", "short"]
+    ours, theirs = (c.launches[columns].sort_values(["start", "name"]).reset_index(drop=True) for c in (stats, export))
+    pd.testing.assert_frame_equal(ours, theirs, check_dtype=False)
+    ranges = [c.ranges.sort_values("start").reset_index(drop=True) for c in (stats, export)]
+    pd.testing.assert_frame_equal(*ranges, check_dtype=False)
+    marked = launches.iteration_launches(stats)
+    assert set(marked["phase"]) == {"forward", "backward", "optimizer"}  # batches come ready: no data kernels
+    assert len(launches.top_kernels(launches.kernel_table(marked))) == 5
 
 
 def test_nsys_and_torch_agree_on_the_top5_within_5_percent() -> None:
-    nsys = top5(launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")).set_index("name")
+    nsys = top5(read_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")).set_index("name")
     torch_top = top5(launches.read_torch_trace(DATA / "digits_amp_bf16.trace.json.gz"))
     assert [launches.short_name(n) for n in torch_top["name"]] == [launches.short_name(n) for n in nsys.index]
     for nsys_ns, torch_ns in zip(nsys["total_ns"], torch_top["total_ns"], strict=True):
@@ -64,7 +83,7 @@ def test_a_wait_for_data_while_the_gpu_is_busy_is_not_blamed_on_the_loader() -> 
 
 
 def test_many_short_kernels_with_gaps_are_launch_bound_and_data_waits_are_io_bound() -> None:
-    capture = launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    capture = read_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
     marked = launches.iteration_launches(capture)
     assert launches.bottleneck(capture, marked).verdict == "CPU/launch-bound"
     assert launches.bottleneck(capture, marked, data_wait=0.6).verdict == "I/O-bound"
@@ -73,7 +92,7 @@ def test_many_short_kernels_with_gaps_are_launch_bound_and_data_waits_are_io_bou
 def test_busy_share_is_taken_over_the_timed_iteration_when_known() -> None:
     """nsys stretches the marked iteration of digits amp_bf16 (its host work slows, its kernels do not):
     40% busy there, but its kernels fill the iteration the H100 timed for that case."""
-    capture = launches.read_nsys_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
+    capture = read_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")
     marked = launches.iteration_launches(capture)
     cases = json.loads((DATA / "h100_digits_ncu.run.json").read_text())["benchmarks"]
     timed_ms = next(c for c in cases if c["name"] == "digits/amp_bf16")["extra_info"]["summary_ms"]["median"]
@@ -134,13 +153,19 @@ def test_units_and_short_names() -> None:
 def test_malformed_outputs_give_errors_naming_the_file(tmp_path: Path) -> None:
     with pytest.raises(ProfileFormatError, match="missing"):
         read_ncu_raw("ID,Kernel Name\n,\n1,k\n")
-    junk = tmp_path / "junk.sqlite"
-    junk.write_bytes(b"not a database")
-    with pytest.raises(ProfileFormatError, match=r"junk\.sqlite: not an nsys SQLite export"):
-        launches.read_nsys_sqlite(junk)
-    sqlite3.connect(tmp_path / "empty.sqlite").close()
-    with pytest.raises(ProfileFormatError, match=r"empty\.sqlite"):
-        launches.read_nsys_sqlite(tmp_path / "empty.sqlite")
+    with pytest.raises(ProfileFormatError, match=r"nsys_cuda_kern_exec_trace\.csv: missing: nsys stats wrote no"):
+        launches.read_nsys_stats(tmp_path / "nsys")
+    (tmp_path / "nsys_cuda_kern_exec_trace.csv").write_text("Start (ns),Name\n1,k\n")
+    with pytest.raises(ProfileFormatError, match=r"kern_exec_trace\.csv: not an nsys stats .* no \['Kernel Start"):
+        launches.read_nsys_stats(tmp_path / "nsys")
+    kernels = (DATA / "h200_digits_amp_bf16_cuda_kern_exec_trace.csv").read_text().splitlines()
+    (tmp_path / "nsys_cuda_kern_exec_trace.csv").write_text("\n".join([*kernels[:3], "x" + kernels[3]]))
+    (tmp_path / "nsys_nvtx_pushpop_trace.csv").write_text("")
+    with pytest.raises(ProfileFormatError, match=r"kern_exec_trace\.csv: a kernel has a launch time that is missing"):
+        launches.read_nsys_stats(tmp_path / "nsys")
+    (tmp_path / "nsys_cuda_kern_exec_trace.csv").write_text("\n".join(kernels))
+    with pytest.raises(ProfileFormatError, match=r"nvtx_pushpop_trace\.csv: not an nsys stats nvtx_pushpop_trace"):
+        launches.read_nsys_stats(tmp_path / "nsys")
     trace = tmp_path / "trace.json"
     trace.write_text('{"no": "events"}')
     with pytest.raises(ProfileFormatError, match=r"trace\.json: not a torch\.profiler chrome trace"):

@@ -1,7 +1,7 @@
-"""Kernel launches of the marked iteration, from an nsys SQLite export or a torch.profiler trace, and
+"""Kernel launches of the marked iteration, from nsys's stats reports or a torch.profiler trace, and
 the tables built from them: per-kernel totals, the Top-5, the phase each ran in, a bottleneck verdict.
 
-Pure: pandas, sqlite3 and json only. A kernel's phase is the phase range (data, forward, backward,
+Pure: pandas and json only. A kernel's phase is the phase range (data, forward, backward,
 optimizer) that contains the host call that launched it, on any thread (autograd launches the
 backward kernels from its own threads).
 """
@@ -12,7 +12,6 @@ import gzip
 import json
 import math
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,31 +59,62 @@ def short_name(full: str) -> str:
     return words[-1].split("::")[-1] if words else full
 
 
-def read_nsys_sqlite(path: Path) -> Capture:
-    """Launches and NVTX ranges from ``nsys export --type sqlite``."""
+STATS_REPORTS = ("cuda_kern_exec_trace", "nvtx_pushpop_trace")  # the nsys stats reports read_nsys_stats reads
+KERNEL_COLUMNS = ("Kernel Start (ns)", "Kernel Dur (ns)", "API Start (ns)", "GridXYZ", "BlockXYZ", "Kernel Name")
+RANGE_COLUMNS = ("Start (ns)", "End (ns)", "Name")
+
+
+def read_nsys_stats(prefix: Path) -> Capture:
+    """Launches and NVTX push/pop ranges from ``nsys stats --report cuda_kern_exec_trace,nvtx_pushpop_trace
+    --format csv --output PREFIX``: ``PREFIX_cuda_kern_exec_trace.csv`` (each kernel, with the host call
+    that launched it; a graph's kernels with its launch) and ``PREFIX_nvtx_pushpop_trace.csv``."""
+    kernels = _stats_report(prefix, STATS_REPORTS[0], KERNEL_COLUMNS)
+    source = f"{prefix}_{STATS_REPORTS[0]}.csv"
+    names = kernels["Kernel Name"]
+    if names.isna().any():
+        raise ProfileFormatError(f"{source}: a kernel has no name")
+    launches = pd.DataFrame(
+        {
+            "start": kernels["Kernel Start (ns)"],
+            "end": kernels["Kernel Dur (ns)"],  # a duration until it is a number
+            "name": names,
+            "short": names.map(short_name),
+            "mangled": None,
+            "launch": kernels["API Start (ns)"],
+            "grid": kernels["GridXYZ"].map(_xyz),
+            "block": kernels["BlockXYZ"].map(_xyz),
+            "registers": float("nan"),
+        }
+    )
+    _numeric(Path(source), "kernel", launches, required=("start", "end"), optional=("launch",))
+    launches["end"] += launches["start"]
+    pushed = _stats_report(prefix, STATS_REPORTS[1], RANGE_COLUMNS)
+    ranges = pd.DataFrame(
+        {"name": pushed["Name"].str.split(":", n=1).str[-1], "start": pushed["Start (ns)"], "end": pushed["End (ns)"]}
+    )  # "domain:name", the domain empty for NVTX's default one
+    _numeric(Path(f"{prefix}_{STATS_REPORTS[1]}.csv"), "NVTX range", ranges, required=("start", "end"))
+    return Capture(launches, ranges, source)
+
+
+def _stats_report(prefix: Path, report: str, columns: tuple[str, ...]) -> pd.DataFrame:
+    """One ``nsys stats`` CSV as text; a ProfileFormatError naming the file when it is missing or lacks a
+    column the reader needs (nsys writes none for a report whose data the capture does not hold)."""
+    path = Path(f"{prefix}_{report}.csv")
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            launches = pd.read_sql_query(
-                "SELECT k.start, k.end, n.value AS name, s.value AS short, m.value AS mangled, r.start AS launch, "
-                "'(' || k.gridX || ', ' || k.gridY || ', ' || k.gridZ || ')' AS grid, "
-                "'(' || k.blockX || ', ' || k.blockY || ', ' || k.blockZ || ')' AS block, "
-                "k.registersPerThread AS registers "
-                "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-                "JOIN StringIds n ON n.id = k.demangledName JOIN StringIds s ON s.id = k.shortName "
-                "LEFT JOIN StringIds m ON m.id = k.mangledName "
-                "LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId",
-                db,
-            )
-            ranges = pd.read_sql_query(
-                "SELECT COALESCE(e.text, t.value) AS name, e.start, e.end FROM NVTX_EVENTS e "
-                "LEFT JOIN StringIds t ON t.id = e.textId WHERE e.end IS NOT NULL",
-                db,
-            )
-    except (sqlite3.Error, pd.errors.DatabaseError) as error:
-        raise ProfileFormatError(f"{path}: not an nsys SQLite export with kernels and NVTX ranges ({error})") from None
-    _numeric(path, "kernel", launches, required=("start", "end"), optional=("launch",))
-    _numeric(path, "NVTX range", ranges, required=("start", "end"))
-    return Capture(launches, ranges, str(path))
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise ProfileFormatError(f"{path}: missing: nsys stats wrote no {report} report (no such data?)") from None
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise ProfileFormatError(f"{path}: not an nsys stats {report} CSV ({error})") from None
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ProfileFormatError(f"{path}: not an nsys stats {report} CSV: no {missing}")
+    return frame.replace("", None)
+
+
+def _xyz(text: str | None) -> str | None:
+    """``'  18    1    1'`` -> ``'(18, 1, 1)'``, as ncu and the torch.profiler trace give a grid or block."""
+    return None if text is None else "(" + ", ".join(str(text).split()) + ")"
 
 
 def _numeric(
@@ -186,7 +216,7 @@ def _torch_row(event: dict[str, Any], launch_us: float) -> dict[str, Any]:
 
 
 def _dims(value: Any) -> str | None:
-    """[2, 66, 1] -> '(2, 66, 1)', as ncu and the nsys export write a launch's grid and block."""
+    """[2, 66, 1] -> '(2, 66, 1)', as ncu and nsys write a launch's grid and block."""
     return None if value is None else "(" + ", ".join(str(int(v)) for v in value) + ")"
 
 

@@ -1,5 +1,6 @@
 """Nsight Systems backend: ``nsys profile`` captures only the marked iteration (cudaProfilerStart/Stop),
-kernels inside CUDA graphs included; ``nsys export --type sqlite`` gives its kernels and NVTX ranges."""
+kernels inside CUDA graphs included; ``nsys stats`` reports its kernels, each with the host call that
+launched it, and its NVTX ranges as CSV, a supported output."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from trainperf.profile.backend import Profile, from_capture
 from trainperf.profile.job import Job, ProfileError, child_argv, require_child_ran, run_logged
 from trainperf.profile.tools import Tool
 
-REPORT = "nsys"  # nsys.nsys-rep and nsys.sqlite in the job's folder
+REPORT = "nsys"  # nsys.nsys-rep, its nsys.sqlite and the nsys_<report>.csv files in the job's folder
 
 
 def profile_argv(tool: Tool, job: Job) -> list[str]:
@@ -19,10 +20,12 @@ def profile_argv(tool: Tool, job: Job) -> list[str]:
     ]  # fmt: skip
 
 
-def export_argv(tool: Tool, job: Job) -> list[str]:
+def stats_argv(tool: Tool, job: Job) -> list[str]:
     report = job.out_dir / f"{REPORT}.nsys-rep"
-    sqlite = job.out_dir / f"{REPORT}.sqlite"
-    return [str(tool.path), "export", "--type=sqlite", "--force-overwrite=true", "--output", str(sqlite), str(report)]
+    return [
+        str(tool.path), "stats", "--report", ",".join(launches.STATS_REPORTS), "--format", "csv",
+        "--force-export=true", "--output", str(job.out_dir / REPORT), str(report),
+    ]  # fmt: skip
 
 
 class NsysProfiler:
@@ -35,11 +38,14 @@ class NsysProfiler:
     def profile(self, job: Job) -> Profile:
         run_logged(profile_argv(self.tool, job), job, "nsys.log")
         require_child_ran(job)
-        run_logged(export_argv(self.tool, job), job, "nsys-export.log")
-        sqlite = job.out_dir / f"{REPORT}.sqlite"
+        tables = [job.out_dir / f"{REPORT}_{report}.csv" for report in launches.STATS_REPORTS]
+        for table in tables:  # an earlier run's table must not stand in for a report this one lacks
+            table.unlink(missing_ok=True)
+        run_logged(stats_argv(self.tool, job), job, "nsys-stats.log")
+        prefix = job.out_dir / REPORT
         try:
-            capture = launches.read_nsys_sqlite(sqlite)
+            capture = launches.read_nsys_stats(prefix)
         except launches.ProfileFormatError as error:
             raise ProfileError(str(error)) from None
         tool = f"nsys {self.tool.version}"
-        return from_capture(capture, tool, job, [job.out_dir / f"{REPORT}.nsys-rep", sqlite])
+        return from_capture(capture, tool, job, [job.out_dir / f"{REPORT}.nsys-rep", *tables])
