@@ -89,6 +89,8 @@ def read_nsys_stats(prefix: Path) -> Capture:
     _numeric(Path(source), "kernel", launches, required=("start", "end"), optional=("launch",))
     launches["end"] += launches["start"]
     pushed = _stats_report(prefix, STATS_REPORTS[1], RANGE_COLUMNS)
+    if pushed["Name"].isna().any():
+        raise ProfileFormatError(f"{prefix}_{STATS_REPORTS[1]}.csv: an NVTX range has no name")
     ranges = pd.DataFrame(
         {"name": pushed["Name"].str.split(":", n=1).str[-1], "start": pushed["Start (ns)"], "end": pushed["End (ns)"]}
     )  # "domain:name", the domain empty for NVTX's default one
@@ -109,7 +111,7 @@ def _stats_report(prefix: Path, report: str, columns: tuple[str, ...]) -> pd.Dat
     missing = [column for column in columns if column not in frame.columns]
     if missing:
         raise ProfileFormatError(f"{path}: not an nsys stats {report} CSV: no {missing}")
-    return frame.replace("", None)
+    return frame.astype(object).where(frame.notna() & (frame != ""), None)  # a short row's cells too
 
 
 def _xyz(text: str | None) -> str | None:
