@@ -64,12 +64,17 @@ KERNEL_COLUMNS = ("Kernel Start (ns)", "Kernel Dur (ns)", "API Start (ns)", "Gri
 RANGE_COLUMNS = ("Start (ns)", "End (ns)", "Name")
 
 
+def stats_table(prefix: Path, report: str) -> Path:
+    """Where ``nsys stats --format csv --output PREFIX`` writes one report."""
+    return Path(f"{prefix}_{report}.csv")
+
+
 def read_nsys_stats(prefix: Path) -> Capture:
     """Launches and NVTX push/pop ranges from ``nsys stats --report cuda_kern_exec_trace,nvtx_pushpop_trace
     --format csv --output PREFIX``: ``PREFIX_cuda_kern_exec_trace.csv`` (each kernel, with the host call
     that launched it; a graph's kernels with its launch) and ``PREFIX_nvtx_pushpop_trace.csv``."""
     kernels = _stats_report(prefix, STATS_REPORTS[0], KERNEL_COLUMNS)
-    source = f"{prefix}_{STATS_REPORTS[0]}.csv"
+    source = stats_table(prefix, STATS_REPORTS[0])
     names = kernels["Kernel Name"]
     if names.isna().any():
         raise ProfileFormatError(f"{source}: a kernel has no name")
@@ -86,22 +91,22 @@ def read_nsys_stats(prefix: Path) -> Capture:
             "registers": float("nan"),
         }
     )
-    _numeric(Path(source), "kernel", launches, required=("start", "end"), optional=("launch",))
+    _numeric(source, "kernel", launches, required=("start", "end"), optional=("launch",))
     launches["end"] += launches["start"]
     pushed = _stats_report(prefix, STATS_REPORTS[1], RANGE_COLUMNS)
     if pushed["Name"].isna().any():
-        raise ProfileFormatError(f"{prefix}_{STATS_REPORTS[1]}.csv: an NVTX range has no name")
+        raise ProfileFormatError(f"{stats_table(prefix, STATS_REPORTS[1])}: an NVTX range has no name")
     ranges = pd.DataFrame(
         {"name": pushed["Name"].str.split(":", n=1).str[-1], "start": pushed["Start (ns)"], "end": pushed["End (ns)"]}
     )  # "domain:name", the domain empty for NVTX's default one
-    _numeric(Path(f"{prefix}_{STATS_REPORTS[1]}.csv"), "NVTX range", ranges, required=("start", "end"))
-    return Capture(launches, ranges, source)
+    _numeric(stats_table(prefix, STATS_REPORTS[1]), "NVTX range", ranges, required=("start", "end"))
+    return Capture(launches, ranges, str(source))
 
 
 def _stats_report(prefix: Path, report: str, columns: tuple[str, ...]) -> pd.DataFrame:
     """One ``nsys stats`` CSV as text; a ProfileFormatError naming the file when it is missing or lacks a
     column the reader needs (nsys writes none for a report whose data the capture does not hold)."""
-    path = Path(f"{prefix}_{report}.csv")
+    path = stats_table(prefix, report)
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except FileNotFoundError:

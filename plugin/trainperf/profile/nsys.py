@@ -38,11 +38,11 @@ class NsysProfiler:
     def profile(self, job: Job) -> Profile:
         run_logged(profile_argv(self.tool, job), job, "nsys.log")
         require_child_ran(job)
-        tables = [job.out_dir / f"{REPORT}_{report}.csv" for report in launches.STATS_REPORTS]
+        prefix = job.out_dir / REPORT
+        tables = [launches.stats_table(prefix, report) for report in launches.STATS_REPORTS]
         for table in tables:  # an earlier run's table must not stand in for a report this one lacks
             table.unlink(missing_ok=True)
         run_logged(stats_argv(self.tool, job), job, "nsys-stats.log")
-        prefix = job.out_dir / REPORT
         try:
             capture = launches.read_nsys_stats(prefix)
         except launches.ProfileFormatError as error:
