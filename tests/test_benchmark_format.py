@@ -21,16 +21,16 @@ def run_document(toy_suite) -> Path:
     return pytester.path / "out" / "run.json"
 
 
-# one process runs ``pytest-benchmark compare`` once a grouping: each process would pay its imports again
-COMPARE_EACH_GROUPING = """
+# ``pytest-benchmark compare`` once a grouping, all in one process: a process each pays the imports again
+GROUPING_MARK = "@@ group-by "
+COMPARE_EACH_GROUPING = f"""
 import sys
 from pytest_benchmark.cli import main
 document = sys.argv[1]
 for group_by in sys.argv[2:]:
-    sys.argv = ["pytest-benchmark", "compare", f"--group-by={group_by}", document]
-    print(f"=== {group_by}", flush=True)
+    sys.argv = ["pytest-benchmark", "compare", f"--group-by={{group_by}}", document]
+    print("{GROUPING_MARK}" + group_by, flush=True)
     main()
-    sys.stdout.flush()
 """
 
 
@@ -42,10 +42,11 @@ def _compare(*args: str) -> subprocess.CompletedProcess[str]:
 def _compare_grouped_every_way(document: Path) -> dict[str, str]:
     """Each grouping's table, as ``pytest-benchmark compare --group-by`` prints it."""
     command = [sys.executable, "-c", COMPARE_EACH_GROUPING, str(document), *GROUP_BY]
-    # in the document's folder: the compare loads a conftest.py of its folder, and only once a process
+    # in the document's folder, which has no conftest.py: the compare imports the one of its folder, and a
+    # second import of it in the same process fails
     done = subprocess.run(command, cwd=document.parent, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    tables = dict(part.split("\n", 1) for part in done.stdout.split("=== ")[1:])
+    tables = dict(part.split("\n", 1) for part in done.stdout.split(GROUPING_MARK)[1:])
     assert list(tables) == GROUP_BY, done.stdout[-2000:]
     return tables
 
