@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels.cublaslt_epilogues import (
+from custom_kernels.cublaslt_epilogues import (
     EpilogueLinear,
     gelu_grad_through,
     linear_gelu_saving_input,
@@ -62,7 +62,7 @@ def test_epilogue_linear_matches_nn_linear(device: str, autocast: bool) -> None:
 def test_linear_gelu_with_the_epilogue_matches_pytorch(autocast: bool) -> None:
     """Its backward pass is the Triton kernel: on the GPU where there is one, else in the interpreter."""
     pytest.importorskip("triton", reason="Triton is not installed: pip install triton")
-    from kernels.fused_gelu import linear_gelu
+    from custom_kernels.fused_gelu import linear_gelu
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not autocast:
@@ -83,7 +83,7 @@ def test_linear_gelu_with_the_epilogue_matches_pytorch(autocast: bool) -> None:
 def test_epilogue_mlp_matches_pytorch(device: str, autocast: bool, tuned: bool) -> None:
     if device == "cuda" and not autocast:
         pytest.skip("on CUDA the epilogues run in 16-bit GEMMs: the bf16 case covers it")
-    from kernels.epilogue_mlp import epilogue_mlp
+    from custom_kernels.epilogue_mlp import epilogue_mlp
 
     torch.manual_seed(0)
     up, down = torch.nn.Linear(64, 256).to(device), torch.nn.Linear(256, 64).to(device)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 pytest.importorskip("triton", reason="Triton is not installed: pip install triton")
-from kernels.fused_cross_entropy import fused_cross_entropy, linear_cross_entropy
+from custom_kernels.fused_cross_entropy import fused_cross_entropy, linear_cross_entropy
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

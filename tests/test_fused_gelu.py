@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 pytest.importorskip("triton", reason="Triton is not installed: pip install triton")
-from kernels.fused_gelu import linear_gelu
+from custom_kernels.fused_gelu import linear_gelu
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

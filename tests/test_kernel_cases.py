@@ -36,7 +36,7 @@ def test_an_unknown_kernel_is_named() -> None:
 
 def test_a_custom_kernel_is_built_with_its_case_not_at_its_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
     builds = []
-    monkeypatch.setattr("kernels.tiled_cuda.extension", lambda: builds.append("nvcc"))
+    monkeypatch.setattr("custom_kernels.tiled_cuda.extension", lambda: builds.append("nvcc"))
     Transpose().build(CPU, TINY, Optimization("naive", options={"kernel": "naive"}))
     Matmul().build(CPU, TINY, Optimization("cublas", options={"kernel": "cublas"}))
     assert builds == ["nvcc"]  # the naive transpose's extension, built before any launch; cuBLAS needs none

@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"trainperf": ROOT / "plugin" / "trainperf", "workloads": ROOT / "workloads", "kernels": ROOT / "kernels"}
+PACKAGES = {
+    "trainperf": ROOT / "plugin" / "trainperf",
+    "workloads": ROOT / "workloads",
+    "custom_kernels": ROOT / "custom_kernels",
+}
 # what each part may import besides itself: the plugin's packages by their name under trainperf, the
 # public API as "trainperf" (its __init__), the suite's workloads and kernels by theirs
 MAY_IMPORT = {
@@ -27,8 +31,8 @@ MAY_IMPORT = {
     "adapters": {"spec"},
     "hooks": {"config", "spec", "profile", "measure", "judge", "store", "record", "report"},
     "trainperf": {"spec", "measure", "hooks"},
-    "workloads": {"trainperf", "kernels"},
-    "kernels": set(),
+    "workloads": {"trainperf", "custom_kernels"},
+    "custom_kernels": set(),
 }
 
 
@@ -75,23 +79,23 @@ def test_the_import_graph_is_read_from_every_package() -> None:
     graph = import_graph()
     assert "trainperf.hooks.fixture" in graph["trainperf.hooks.plugin"]
     assert "trainperf.hooks.fixture" in graph["trainperf"]  # an import under TYPE_CHECKING counts
-    assert "kernels.cublaslt" in graph["kernels.tuned_gemm"]
-    assert "kernels.tuned_gemm" in graph["workloads.transformer"]  # a lazy import counts
+    assert "custom_kernels.cublaslt" in graph["custom_kernels.tuned_gemm"]
+    assert "custom_kernels.tuned_gemm" in graph["workloads.transformer"]  # a lazy import counts
 
 
 def test_every_plugin_module_lives_in_a_package_of_the_table() -> None:
     top = sorted(name for name in module_files() if name.count(".") == 1 and name.startswith("trainperf."))
     packages = {name.removeprefix("trainperf.") for name in top if (PACKAGES["trainperf"] / name[10:]).is_dir()}
     assert not set(top) - {f"trainperf.{p}" for p in packages}, "modules at the top of trainperf: wiring goes in hooks"
-    assert packages == set(MAY_IMPORT) - {"trainperf", "workloads", "kernels"}
+    assert packages == set(MAY_IMPORT) - {"trainperf", "workloads", "custom_kernels"}
 
 
 def test_each_package_says_what_it_owns_and_what_it_may_import() -> None:
-    for package in set(MAY_IMPORT) - {"trainperf", "workloads", "kernels"}:
+    for package in set(MAY_IMPORT) - {"trainperf", "workloads", "custom_kernels"}:
         doc = ast.get_docstring(ast.parse((PACKAGES["trainperf"] / package / "__init__.py").read_text()))
         assert doc and "May import" in doc, f"trainperf/{package}/__init__.py: say what it owns and may import"
         allowed = MAY_IMPORT[package]
-        for other in set(MAY_IMPORT) - {"trainperf", "workloads", "kernels", package}:
+        for other in set(MAY_IMPORT) - {"trainperf", "workloads", "custom_kernels", package}:
             assert (f"``{other}``" in doc.partition("May import")[2]) == (other in allowed), (package, other)
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernels.gemm_tuning import choices, fastest, timings
-from kernels.tuned_gemm import TunedLinear, tuned_mm
+from custom_kernels.gemm_tuning import choices, fastest, timings
+from custom_kernels.tuned_gemm import TunedLinear, tuned_mm
 from tests.test_cublaslt_epilogues import CUDA, DEVICES, assert_all_close, outputs_and_gradients
 from workloads.transformer import TrunkConfig
 

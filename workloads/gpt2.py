@@ -8,7 +8,7 @@ Workload options (``Optimization.options``): ``attention`` (naive, sdpa, flash, 
 optimizer's bytes; "float16" without loss scaling is a known way to break it), ``residual_dtype`` (the
 residual stream's dtype, by default the weights': "bfloat16" halves the bytes its norms and adds move
 while the weights and optimizer stay float32), ``cross_entropy`` ("torch"; "triton": the kernels of
-``kernels/fused_cross_entropy.py``; "triton_linear": the output layer and the loss as one function of that
+``custom_kernels/fused_cross_entropy.py``; "triton_linear": the output layer and the loss as one function of that
 module, the logits' gradient computed in the forward pass), ``separate_qkv`` (three attention input
 projections instead of one packed), ``mlp`` (how the MLP and its gradients run, one of
 ``transformer.MLPS``) and ``linear`` (which GEMMs the linear layers and the output layer run, one of
@@ -55,7 +55,7 @@ OPTIONS = {
     "separate_qkv": False,  # three attention input projections instead of one (workloads/transformer.py)
     "mlp": "torch",  # one of transformer.MLPS
     "linear": "torch",  # one of transformer.LINEARS
-    "cross_entropy": "torch",  # "triton" or "triton_linear": kernels/fused_cross_entropy.py
+    "cross_entropy": "torch",  # "triton" or "triton_linear": custom_kernels/fused_cross_entropy.py
     "activation_offload": False,  # the trunk's saved activations in pinned host memory (save_on_cpu)
     "float8": None,  # "tensorwise" or "rowwise": the linear layers' GEMMs in FP8 (workloads/float8.py)
 }
@@ -138,7 +138,7 @@ def next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
 def fused_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     """``next_token_loss`` through the Triton cross-entropy kernel (imported here: Triton is needed only
     by the cases that ask for it)."""
-    from kernels.fused_cross_entropy import fused_cross_entropy
+    from custom_kernels.fused_cross_entropy import fused_cross_entropy
 
     inputs, targets = batch
     return fused_cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
@@ -146,8 +146,8 @@ def fused_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
 
 def linear_next_token_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
     """``next_token_loss`` with the output layer and the loss as one function whose kernel computes the
-    logits' gradient in the forward pass (``kernels/fused_cross_entropy.py``)."""
-    from kernels.fused_cross_entropy import linear_cross_entropy
+    logits' gradient in the forward pass (``custom_kernels/fused_cross_entropy.py``)."""
+    from custom_kernels.fused_cross_entropy import linear_cross_entropy
 
     assert isinstance(model, GPT), "the output layer and the loss are fused for GPT's own module"
     inputs, targets = batch

@@ -26,14 +26,14 @@ ATTENTION = ("naive", "sdpa", "flash", "cudnn")
 FORCED_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}
 MLPS = {
     "torch": "up-projection, GELU and down-projection as PyTorch computes them",
-    "triton_gelu_backward": "GELU's and the bias's gradients in one Triton kernel (kernels/fused_gelu.py)",
+    "triton_gelu_backward": "GELU's and the bias's gradients in one Triton kernel (custom_kernels/fused_gelu.py)",
     "cublaslt_gelu": "the same, GELU applied in the up-projection GEMM's cuBLASLt epilogue",
-    "cublaslt_epilogues": "GELU and GELU's gradient in the GEMMs' cuBLASLt epilogues (kernels/epilogue_mlp.py)",
+    "cublaslt_epilogues": "GELU and GELU's gradient in the GEMMs' cuBLASLt epilogues (custom_kernels/epilogue_mlp.py)",
 }
 LINEARS = {
     "torch": "nn.Linear",
     "cublaslt_bias_grad": "bias gradients summed in the weight-gradient GEMMs' cuBLASLt epilogue",
-    "tuned": "each GEMM runs the fastest algorithm PyTorch and cuBLASLt offer (kernels/tuned_gemm.py)",
+    "tuned": "each GEMM runs the fastest algorithm PyTorch and cuBLASLt offer (custom_kernels/tuned_gemm.py)",
 }
 
 
@@ -113,11 +113,11 @@ class MLP(nn.Module):
         self.epilogue_mlp: Callable[..., torch.Tensor] | None = None
         # the kernels are imported only by the cases that ask for them (Triton, cuBLASLt)
         if config.mlp == "cublaslt_epilogues":
-            from kernels.epilogue_mlp import epilogue_mlp
+            from custom_kernels.epilogue_mlp import epilogue_mlp
 
             self.epilogue_mlp = functools.partial(epilogue_mlp, tuned=config.tuned)
         elif config.mlp in ("triton_gelu_backward", "cublaslt_gelu"):
-            from kernels.fused_gelu import linear_gelu
+            from custom_kernels.fused_gelu import linear_gelu
 
             epilogue = config.mlp == "cublaslt_gelu"
             self.linear_gelu = functools.partial(linear_gelu, epilogue=epilogue, tuned=config.tuned)
@@ -133,11 +133,11 @@ class MLP(nn.Module):
 def linear_layer(config: TrunkConfig) -> type[nn.Linear]:
     """``nn.Linear``, or the subclass (same parameters) that ``config.linear`` names."""
     if config.linear == "tuned":
-        from kernels.tuned_gemm import TunedLinear
+        from custom_kernels.tuned_gemm import TunedLinear
 
         return TunedLinear
     if config.linear == "cublaslt_bias_grad":
-        from kernels.cublaslt_epilogues import EpilogueLinear
+        from custom_kernels.cublaslt_epilogues import EpilogueLinear
 
         return EpilogueLinear
     return nn.Linear

@@ -1,4 +1,4 @@
-"""Custom CUDA kernels as cases: the transposes and matrix multiplies of ``kernels/tiled_cuda.py``, each
+"""Custom CUDA kernels as cases: the transposes and matrix multiplies of ``custom_kernels/tiled_cuda.py``, each
 against PyTorch's own.
 
 The build (tens of seconds, cached on disk by PyTorch) happens while the case is
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from trainperf import FULL, TINY, Batch, Metric, Optimization, Training, merge_options
 
-from kernels import tiled_cuda
+from custom_kernels import tiled_cuda
 
 
 @dataclass(frozen=True)

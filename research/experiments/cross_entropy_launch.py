@@ -1,4 +1,4 @@
-"""Time the one-kernel cross-entropy with its gradient (kernels/fused_cross_entropy.py) for several
+"""Time the one-kernel cross-entropy with its gradient (custom_kernels/fused_cross_entropy.py) for several
 launch shapes on this GPU, against the two kernels of the forward/backward version, at GPT-2's size.
 
     python research/experiments/cross_entropy_launch.py [--rows 32768] [--vocab 50304]
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 import triton.testing
 
-from kernels.fused_cross_entropy import fused_cross_entropy, loss_and_gradient
+from custom_kernels.fused_cross_entropy import fused_cross_entropy, loss_and_gradient
 
 # programs per multiprocessor, warps, columns per load
 LAUNCHES = [(1, 32, 16384), (1, 16, 8192), (2, 16, 8192), (3, 16, 8192), (2, 8, 4096), (4, 8, 4096), (8, 4, 2048)]

@@ -3,7 +3,7 @@
     python research/experiments/gelu_epilogue.py [--tokens 32768] [--width 768]
 
 - the stack's: the GEMM ``dy @ W_down`` (PyTorch), then the Triton kernel writing GELU's gradient and
-  the bias gradient (kernels/fused_gelu.py);
+  the bias gradient (custom_kernels/fused_gelu.py);
 - cuBLASLt's ``DGELU`` epilogue (GELU's gradient applied in that GEMM, reading the saved
   pre-activation), then the bias gradient as a sum over the tokens;
 - cuBLASLt's ``DGELU_BGRAD`` (the bias gradient in the epilogue too).
@@ -19,9 +19,9 @@ import functools
 
 import torch
 
-from kernels.cublaslt import algorithm_count, gemm_with_epilogue
-from kernels.cublaslt_epilogues import linear_gelu_saving_input
-from kernels.fused_gelu import gelu_backward_and_bias_grad
+from custom_kernels.cublaslt import algorithm_count, gemm_with_epilogue
+from custom_kernels.cublaslt_epilogues import linear_gelu_saving_input
+from custom_kernels.fused_gelu import gelu_backward_and_bias_grad
 from research.experiments.gemm_algorithms import milliseconds
 
 EPILOGUE_DGELU = 64 | 128  # cublasLt.h: CUBLASLT_EPILOGUE_DGELU, with the auxiliary-input bit

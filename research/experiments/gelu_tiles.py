@@ -1,4 +1,4 @@
-"""Time the Triton GELU-and-bias backward kernel (kernels/fused_gelu.py) for several tile shapes on this
+"""Time the Triton GELU-and-bias backward kernel (custom_kernels/fused_gelu.py) for several tile shapes on this
 GPU, against what Inductor compiles for the same two results, at GPT-2's up-projection size.
 
     python research/experiments/gelu_tiles.py [--rows 32768] [--columns 3072]
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 import triton
 import triton.testing
 
-from kernels.fused_gelu import gelu_backward_and_bias_grad
+from custom_kernels.fused_gelu import gelu_backward_and_bias_grad
 
 TILES = [(64, 128, 4), (64, 128, 8), (32, 256, 4), (32, 256, 8), (64, 256, 8), (128, 128, 8), (16, 512, 4)]
 

@@ -1,5 +1,5 @@
 """Time every GEMM of a GPT-2 training iteration as PyTorch runs it and with each algorithm cuBLASLt's
-heuristic offers for it (kernels/cublaslt_epilogues.py), to see whether its first choice is the fastest.
+heuristic offers for it (custom_kernels/cublaslt_epilogues.py), to see whether its first choice is the fastest.
 
     python research/experiments/gemm_algorithms.py [--tokens 32768] [--width 768]
 
@@ -18,8 +18,8 @@ from collections.abc import Callable
 import pandas as pd
 import torch
 
-from kernels.cublaslt import EPILOGUE_DEFAULT, algorithm_count, gemm_with_epilogue
-from kernels.gemm_tuning import call_times
+from custom_kernels.cublaslt import EPILOGUE_DEFAULT, algorithm_count, gemm_with_epilogue
+from custom_kernels.gemm_tuning import call_times
 
 REPEATS = 10  # calls per timing
 TIMINGS = 7  # timings per GEMM, the median kept

@@ -32,7 +32,7 @@ from trainperf.profile.launches import iteration_launches, kernel_table, read_to
 from trainperf.spec.case import CaseSpec
 from trainperf.spec.workload import FULL
 
-from kernels.gemm_tuning import timings
+from custom_kernels.gemm_tuning import timings
 from workloads.gpt2 import GPT2
 from workloads.ladders.gpt2 import stack
 
@@ -146,7 +146,7 @@ def print_kernels(folder: Path, top: int = 12) -> None:
 
 
 def print_tuning() -> None:
-    """The GEMM shapes timed since the last call (kernels/gemm_tuning.py): PyTorch's time, the choice's."""
+    """The GEMM shapes timed since the last call (custom_kernels/gemm_tuning.py): PyTorch's time, the choice's."""
     for key, times in timings().items():
         if key in _printed:
             continue

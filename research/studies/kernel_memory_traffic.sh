@@ -14,7 +14,7 @@ metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t
 metrics+=,l1tex__t_sector_hit_rate.pct,dram__cycles_elapsed.avg.per_second,sm__cycles_elapsed.avg.per_second
 run_kernels='
 import torch
-from kernels.tiled_cuda import MATMULS, TRANSPOSES
+from custom_kernels.tiled_cuda import MATMULS, TRANSPOSES
 a, b = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
 x = torch.randn(8192, 4096, device="cuda")
 for _ in range(3):

@@ -155,11 +155,11 @@ def observe_timed_loop(condition: str, observed: dict[str, Any]) -> None:
 
 
 def gemm_choices() -> str | None:
-    """A short digest of the cuBLAS algorithms the process's timed GEMMs chose (``kernels.gemm_tuning``):
+    """A short digest of the cuBLAS algorithms the process's timed GEMMs chose (``custom_kernels.gemm_tuning``):
     equal digests, equal choices; None where the case times none."""
     import hashlib
 
-    from kernels import gemm_tuning
+    from custom_kernels import gemm_tuning
 
     picked = sorted((repr(key), repr(choice)) for key, choice in gemm_tuning.choices().items())
     return hashlib.sha1(repr(picked).encode()).hexdigest()[:8] if picked else None

@@ -30,7 +30,7 @@ amp_fp16_gradscaler = tf32.but(
 )
 # A custom kernel: cross-entropy as two Triton kernels over the bf16 logits (one pass forward, one
 # backward), instead of eager autocast's float32 copy, log-softmax and float32 gradient
-# (kernels/fused_cross_entropy.py). A branch of amp_bf16, whose step is bound by the GPU: the bytes it
+# (custom_kernels/fused_cross_entropy.py). A branch of amp_bf16, whose step is bound by the GPU: the bytes it
 # saves show there as time and as peak memory (research/evidence/h100-transformer-ladder.md).
 fused_cross_entropy = amp_bf16.but(
     "fused_cross_entropy",
@@ -88,9 +88,9 @@ grad_accumulation = reference.but(
 # weights and gradients, half the optimizer's bytes; over these steps its validation loss stays with the
 # float32 weights', a long run would keep float32 master weights), the output layer
 # and the loss as one function whose Triton kernel writes the logits' gradient in the forward pass
-# (kernels/fused_cross_entropy.py), the MLP with GELU and GELU's gradient in its GEMMs' cuBLASLt
-# epilogues (kernels/epilogue_mlp.py), and every GEMM running the fastest of the algorithms PyTorch and
-# cuBLASLt offer for its shape, timed at its first call (kernels/tuned_gemm.py).
+# (custom_kernels/fused_cross_entropy.py), the MLP with GELU and GELU's gradient in its GEMMs' cuBLASLt
+# epilogues (custom_kernels/epilogue_mlp.py), and every GEMM running the fastest of the algorithms PyTorch and
+# cuBLASLt offer for its shape, timed at its first call (custom_kernels/tuned_gemm.py).
 stack = compiled.but(
     "stack",
     compile_mode="reduce-overhead",

@@ -4,7 +4,7 @@ PyTorch's GEMMs run the algorithm cuBLAS's heuristic picks first, which for GPT-
 the fastest one it offers (``research/experiments/gemm_algorithms.py``; figures in
 research/evidence/h100-transformer-ladder.md). ``tuned_mm``
 times PyTorch's own call and each algorithm cuBLASLt's heuristic offers at a shape's first call
-(``kernels/gemm_tuning.py``) and runs the fastest from then on; its backward pass is made of
+(``custom_kernels/gemm_tuning.py``) and runs the fastest from then on; its backward pass is made of
 ``tuned_mm`` calls too. It is a custom operator (``torch.library``): opaque to the compiler, recorded
 in CUDA graphs like any kernel; on the CPU it is PyTorch's product.
 """
@@ -16,9 +16,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from kernels.autocast import linear_dtype
-from kernels.cublaslt import EPILOGUE_BIAS, EPILOGUE_DEFAULT, algorithm_count, gemm_with_epilogue
-from kernels.gemm_tuning import fastest
+from custom_kernels.autocast import linear_dtype
+from custom_kernels.cublaslt import EPILOGUE_BIAS, EPILOGUE_DEFAULT, algorithm_count, gemm_with_epilogue
+from custom_kernels.gemm_tuning import fastest
 
 
 def _column_major(t: torch.Tensor) -> tuple[torch.Tensor, bool]:

@@ -34,8 +34,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.autocast import linear_dtype
-from kernels.tuned_gemm import tuned_mm
+from custom_kernels.autocast import linear_dtype
+from custom_kernels.tuned_gemm import tuned_mm
 
 BLOCK = 4096  # columns per load: 13 loads cover GPT-2's 50,304 padded classes
 WARPS = 8
@@ -231,7 +231,7 @@ def linear_cross_entropy(
     autocast as a linear layer is) against ``targets`` (rows, each a valid class), in float32. Where a
     gradient is wanted the logits' gradient is computed in the forward pass and kept instead of them;
     without one, this is ``fused_cross_entropy`` of the logits. With ``tuned`` the output layer's GEMMs
-    run the fastest cuBLAS algorithm for their shape (``kernels/tuned_gemm.py``)."""
+    run the fastest cuBLAS algorithm for their shape (``custom_kernels/tuned_gemm.py``)."""
     if not (torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)):
         return fused_cross_entropy(torch.nn.functional.linear(hidden, weight), targets)
     apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor], _LinearCrossEntropy.apply)

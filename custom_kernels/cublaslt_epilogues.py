@@ -7,16 +7,16 @@ layer's bias gradient in its weight-gradient GEMM.
   compiled, GELU is a kernel of its own that reads the GEMM's output and writes GELU's.
 - ``gelu_grad_through`` (``DGELU``): the GEMM ``grad @ weight`` through the down-projection multiplies
   its result by GELU's derivative at that saved pre-activation, so the gradient at GELU's output never
-  goes to memory (``kernels/epilogue_mlp.py``).
+  goes to memory (``custom_kernels/epilogue_mlp.py``).
 - ``weight_and_bias_grad`` (``BGRADB``): the weight-gradient GEMM ``grad.T @ inputs`` also sums
   ``grad`` over the rows it reads anyway, the bias gradient; compiled, that sum is a kernel of its own
   that reads ``grad`` again. ``linear`` is a linear layer whose backward pass uses it.
 
 All are custom operators (``torch.library``), opaque to the compiler and recorded in CUDA graphs like
 any kernel; on the CPU they run the same arithmetic in PyTorch, so that the autograd plumbing around
-them is tested there. The GEMMs go through ``kernels/cublaslt.py``; the bias gradient has the GEMM's
+them is tested there. The GEMMs go through ``custom_kernels/cublaslt.py``; the bias gradient has the GEMM's
 dtype. With ``tuned`` an operator runs the fastest of the algorithms cuBLASLt offers, timed at the
-shape's first call (``kernels/gemm_tuning.py``), instead of the first. cuBLASLt's ``DGELU_BGRAD`` is not
+shape's first call (``custom_kernels/gemm_tuning.py``), instead of the first. cuBLASLt's ``DGELU_BGRAD`` is not
 used: it runs a separate epilogue kernel (research/evidence/h100-transformer-ladder.md).
 """
 
@@ -28,8 +28,8 @@ from typing import Any, cast
 import torch
 import torch.nn.functional as F
 
-from kernels.autocast import linear_dtype
-from kernels.cublaslt import (
+from custom_kernels.autocast import linear_dtype
+from custom_kernels.cublaslt import (
     EPILOGUE_BGRADB,
     EPILOGUE_DEFAULT,
     EPILOGUE_DGELU,
@@ -37,7 +37,7 @@ from kernels.cublaslt import (
     algorithm_count,
     gemm_with_epilogue,
 )
-from kernels.gemm_tuning import fastest
+from custom_kernels.gemm_tuning import fastest
 
 
 @torch.library.custom_op("trainperf::linear_gelu_saving_input", mutates_args=())
@@ -46,7 +46,7 @@ def linear_gelu_saving_input(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(``gelu(x @ weight.T + bias)`` with tanh, ``x @ weight.T + bias``) for 2-D contiguous tensors of
     one dtype: on CUDA one GEMM with cuBLASLt's GELU_AUX_BIAS epilogue, with ``tuned`` the fastest of
-    the algorithms cuBLASLt offers for this shape (timed at its first call, ``kernels/gemm_tuning.py``)
+    the algorithms cuBLASLt offers for this shape (timed at its first call, ``custom_kernels/gemm_tuning.py``)
     rather than its first choice."""
     if x.device.type != "cuda":
         pre = torch.addmm(bias, x, weight.t())

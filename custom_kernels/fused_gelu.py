@@ -19,9 +19,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.autocast import linear_dtype
-from kernels.cublaslt_epilogues import linear_gelu_saving_input
-from kernels.tuned_gemm import tuned_mm
+from custom_kernels.autocast import linear_dtype
+from custom_kernels.cublaslt_epilogues import linear_gelu_saving_input
+from custom_kernels.tuned_gemm import tuned_mm
 
 TILE = (64, 128, 8)  # rows, columns, warps per tile: research/experiments/gelu_tiles.py on the H100
 
@@ -112,7 +112,7 @@ def linear_gelu(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, epilogue: bool = False, tuned: bool = False
 ) -> torch.Tensor:
     """``gelu(linear(x, weight, bias), approximate="tanh")``, under autocast as a linear layer is; with
-    ``epilogue`` its forward GEMM applies GELU in cuBLASLt's epilogue (``kernels/cublaslt_epilogues.py``);
-    with ``tuned`` its GEMMs run the fastest cuBLAS algorithm for their shape (``kernels/tuned_gemm.py``)."""
+    ``epilogue`` its forward GEMM applies GELU in cuBLASLt's epilogue (``custom_kernels/cublaslt_epilogues.py``);
+    with ``tuned`` its GEMMs run the fastest cuBLAS algorithm for their shape (``custom_kernels/tuned_gemm.py``)."""
     apply = cast(Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool, bool], torch.Tensor], _LinearGelu.apply)
     return apply(x, weight, bias, epilogue, tuned)

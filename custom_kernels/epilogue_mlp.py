@@ -1,15 +1,15 @@
 """GPT-2's MLP (up-projection, tanh GELU, down-projection) as one autograd function whose GEMMs apply
-GELU and its gradient in cuBLASLt's epilogues (``kernels/cublaslt_epilogues.py``).
+GELU and its gradient in cuBLASLt's epilogues (``custom_kernels/cublaslt_epilogues.py``).
 
 Forward: the up-projection's GEMM writes GELU's output and keeps the pre-activation (``GELU_AUX_BIAS``).
 Backward: the GEMM that carries the gradient back through the down-projection multiplies it by GELU's
 derivative at the saved pre-activation (``DGELU``), so the gradient at GELU's output never goes to
 memory; the up-projection's bias gradient is then a sum over the tokens, compiled with its neighbours.
-With ``tuned`` every GEMM runs the fastest algorithm for its shape (``kernels/tuned_gemm.py``), and the
+With ``tuned`` every GEMM runs the fastest algorithm for its shape (``custom_kernels/tuned_gemm.py``), and the
 up-projection's bias gradient is summed in its weight-gradient GEMM's epilogue (``BGRADB``) where
 that is faster than a GEMM and a sum.
 
-It is compared with the fused GELU backward of ``kernels/fused_gelu.py`` (the GEMM, then a Triton
+It is compared with the fused GELU backward of ``custom_kernels/fused_gelu.py`` (the GEMM, then a Triton
 kernel reading its result again) by ``research/experiments/gelu_epilogue.py``; figures in
 research/evidence/h100-transformer-ladder.md.
 """
@@ -21,9 +21,9 @@ from typing import Any, cast
 
 import torch
 
-from kernels.autocast import linear_dtype
-from kernels.cublaslt_epilogues import gelu_grad_through, linear_gelu_saving_input, weight_and_bias_grad
-from kernels.tuned_gemm import tuned_mm
+from custom_kernels.autocast import linear_dtype
+from custom_kernels.cublaslt_epilogues import gelu_grad_through, linear_gelu_saving_input, weight_and_bias_grad
+from custom_kernels.tuned_gemm import tuned_mm
 
 
 class _EpilogueMLP(torch.autograd.Function):
