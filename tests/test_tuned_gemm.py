@@ -4,9 +4,13 @@ on the CPU."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
 import pytest
 import torch
 
+from custom_kernels import gemm_tuning
 from custom_kernels.gemm_tuning import choices, fastest, timings
 from custom_kernels.tuned_gemm import TunedLinear, tuned_mm
 from tests.test_cublaslt_epilogues import CUDA, DEVICES, assert_all_close, outputs_and_gradients
@@ -53,8 +57,45 @@ def test_an_unknown_kernel_choice_is_refused_naming_the_choices() -> None:
         TrunkConfig(2, 2, 64, 64, causal=True, mlp="epilogue")
 
 
+@pytest.fixture
+def fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
+    """Choices kept in ``tmp_path``; calling it forgets what this process chose, as a new process would."""
+    monkeypatch.setattr(gemm_tuning, "choices_file", lambda: tmp_path / "gemm_choices" / "gpu.json")
+    monkeypatch.setattr(gemm_tuning, "_choices", {})
+
+    def forget() -> None:
+        gemm_tuning._choices.clear()
+        gemm_tuning._kept_choices.cache_clear()
+
+    forget()
+    yield forget
+    forget()
+
+
+def never_run(way: object) -> None:
+    raise AssertionError(f"{way} was timed again")
+
+
+def test_a_choice_kept_by_one_process_is_taken_by_the_next_without_timing(fresh_process: Callable[[], None]) -> None:
+    key = ("mm", 0, torch.bfloat16, (8192, 768), 2304, (False, True), 1, True)
+    gemm_tuning._keep(key, 3)
+    gemm_tuning._keep(("mm", 0, torch.bfloat16, (8192, 768), 768, (False, True), 1, True), "torch")
+    fresh_process()
+    assert fastest(key, ["torch", 0, 1, 2, 3], never_run) == 3
+    assert choices() == {key: 3} and key not in timings()
+
+
+def test_an_unreadable_choices_file_is_an_empty_one(fresh_process: Callable[[], None], tmp_path: Path) -> None:
+    (tmp_path / "gemm_choices").mkdir()
+    (tmp_path / "gemm_choices" / "gpu.json").write_text("{not json", encoding="utf-8")
+    assert gemm_tuning._kept_choices() == {}
+    gemm_tuning._keep(("mm", 1), "torch")  # and the next choice replaces it
+    fresh_process()
+    assert gemm_tuning._kept_choices() == {repr(("mm", 1)): "torch"}
+
+
 @CUDA
-def test_the_fastest_candidate_is_chosen_and_kept() -> None:
+def test_the_fastest_candidate_is_chosen_and_kept(fresh_process: Callable[[], None]) -> None:
     """Of a short and a long GPU wait the short one wins, and later calls get it without timing."""
     key = ("test", "sleeps")
     cycles = {"long": 2_000_000, "short": 200_000}
@@ -67,6 +108,8 @@ def test_the_fastest_candidate_is_chosen_and_kept() -> None:
     assert fastest(key, ["long", "short"], sleep) == "short"
     assert timings()[key]["short"] < timings()[key]["long"] and choices()[key] == "short"
     counted = dict(calls)
+    assert fastest(key, ["long", "short"], sleep) == "short"
+    fresh_process()
     assert fastest(key, ["long", "short"], sleep) == "short"
     assert calls == counted
 
