@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,18 @@ from workloads.transformer import TrunkConfig, costed_parameters, padded
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_tokenizing_is_deterministic_and_splits_hold_out_every_20th_window() -> None:
+@pytest.fixture
+def token_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Token ids kept under ``tmp_path``, with no ids of this process's yet."""
+    monkeypatch.setattr(text, "cache_dir", lambda: str(tmp_path))
+    text.token_ids.cache_clear()
+    yield tmp_path / "token_ids"
+    text.token_ids.cache_clear()
+
+
+def test_tokenizing_is_deterministic_and_splits_hold_out_every_20th_window(token_files: Path) -> None:
     ids = text.token_ids(200_000, 512)
-    again = text.token_ids.__wrapped__(200_000, 512)  # bypass the cache: tokenize once more
+    again = text.tokenize(200_000, 512)  # once more
     assert torch.equal(ids, again)
     assert int(ids.max()) <= text.unknown_id(512)
     assert not bool((ids == text.mask_id(512)).any())
@@ -25,6 +35,26 @@ def test_tokenizing_is_deterministic_and_splits_hold_out_every_20th_window() -> 
     windows = ids[: (len(ids) // 65) * 65].view(-1, 65)
     assert torch.equal(held_out[1], windows[text.HELD_OUT_EVERY])
     assert torch.equal(train[0], windows[1])
+
+
+def test_the_token_ids_of_one_process_are_read_by_the_next(token_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = text.token_ids(200_000, 512)
+    assert [path.suffix for path in token_files.iterdir()] == [".pt"]
+    text.token_ids.cache_clear()  # a new process
+    with monkeypatch.context() as patched:
+        patched.setattr(text, "corpus", lambda chars: pytest.fail("tokenized again"))
+        assert torch.equal(text.token_ids(200_000, 512), ids)
+    assert text.kept_file(200_000, 512) != text.kept_file(200_000, 1024) != text.kept_file(100_000, 512)
+
+
+@pytest.mark.parametrize("damage", ["cut short", "not torch's"])
+def test_a_damaged_token_file_is_tokenized_again_and_replaced(token_files: Path, damage: str) -> None:
+    ids = text.token_ids(200_000, 512)
+    path = text.kept_file(200_000, 512)
+    path.write_bytes(path.read_bytes()[:100] if damage == "cut short" else b"garbage")
+    text.token_ids.cache_clear()
+    assert torch.equal(text.token_ids(200_000, 512), ids)
+    assert torch.equal(torch.load(path, weights_only=True), ids)
 
 
 def test_masking_follows_bert_and_is_seeded_by_the_window() -> None:

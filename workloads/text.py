@@ -4,19 +4,26 @@ No download is possible where the suite runs, and a language model should learn 
 the corpus is the running interpreter's standard library (tests and IDLE left out), read in sorted
 path order and cut to a fixed number of characters. Tokens are words, runs of white space and single
 punctuation marks; the vocabulary is the most frequent tokens (ties broken by the token itself), the
-rest map to UNK. Every 20th window is held out for the validation loss.
+rest map to UNK. Every 20th window is held out for the validation loss. The token ids are kept beside
+torch.compile's cache (``TORCHINDUCTOR_CACHE_DIR``): tokenizing GPT-2's corpus takes seconds, which every
+fresh process (a profiling child, a fresh-process measurement) would spend again.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
+import hashlib
 import os
+import pickle
 import re
+import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 import torch
+from torch._inductor.runtime.cache_dir_utils import cache_dir
 from torch.utils.data import Dataset
 
 TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
@@ -63,6 +70,34 @@ def corpus(chars: int) -> str:
 
 @functools.cache
 def token_ids(chars: int, vocab_size: int) -> torch.Tensor:
+    """``tokenize(chars, vocab_size)``, read from the file an earlier process kept where there is one."""
+    path = kept_file(chars, vocab_size)
+    try:
+        kept = torch.load(path, weights_only=True)
+    except (OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError):  # missing, or not torch's whole
+        kept = None
+    if isinstance(kept, torch.Tensor) and kept.dtype == torch.long and kept.dim() == 1:
+        return kept
+    ids = tokenize(chars, vocab_size)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as handle:
+            torch.save(ids, handle)
+        os.replace(handle.name, path)
+    except OSError:  # a cache that cannot be written costs the next process the tokenizing, nothing else
+        pass
+    return ids
+
+
+def kept_file(chars: int, vocab_size: int) -> Path:
+    """Where this interpreter's token ids for ``chars`` and ``vocab_size`` are kept: named by everything
+    they follow from (the standard library's place and version, the sizes, the tokenizer's rules)."""
+    stdlib = sysconfig.get_paths()["stdlib"]
+    recipe = repr((stdlib, sys.version, chars, vocab_size, TOKEN.pattern, sorted(SKIPPED_PARTS), HELD_OUT_EVERY))
+    return Path(cache_dir()) / "token_ids" / f"{hashlib.sha256(recipe.encode()).hexdigest()[:20]}.pt"
+
+
+def tokenize(chars: int, vocab_size: int) -> torch.Tensor:
     """The corpus as token ids: the ``vocab_size - 2`` most frequent tokens, then MASK and UNK."""
     tokens = TOKEN.findall(corpus(chars))
     counts = collections.Counter(tokens)
