@@ -14,6 +14,7 @@ the session ends with its run document written, leaving the broken group without
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing.connection
 import os
 import pickle
 import shutil
@@ -28,7 +29,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException, start_processes
+from torch.multiprocessing.spawn import start_processes
 
 from trainperf.measure import launcher, runner, workers
 from trainperf.measure.errors import first_line
@@ -42,6 +43,7 @@ CPU_PROCESSES = 2
 TIMEOUT_S = 900.0
 _failed_in_group: list[str] = []  # the launched cases that failed in the group: it cannot be left cleanly
 ALL_REDUCE_REPEATS = 5
+RAISING_RANKS_S = 5.0  # how long the other ranks may take to end after one raised, before they are killed
 # NVLink multicast stays off unless the environment turns it on: on a host whose GPUs others share, a
 # program using it can take them out of service; NCCL then picks its ring and tree algorithms
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -86,8 +88,8 @@ def run_case(spec: CaseSpec, keep: Path | None = None, timeout_s: float = TIMEOU
         folder = Path(name)
         args = (world, _free_port(), spec, folder, keep)
         context = start_processes(_rank_main, args=args, nprocs=world, join=False, start_method="spawn")
-        stopped = _join(context, timeout_s)
         errors = [folder / f"rank{r}.error" for r in range(world)]  # a rank stopped before it began has none
+        stopped = _join(context, timeout_s, errors)
         failed = [f"rank {r}: {path.read_text().strip()}" for r, path in enumerate(errors) if _written(path)]
         if stopped or failed:
             kept = _show_tracebacks(folder, keep, world)
@@ -115,23 +117,38 @@ def _written(path: Path) -> bool:
     return path.exists() and bool(path.read_text().strip())
 
 
-def _join(context: Any, timeout_s: float) -> str | None:
-    """Wait for every rank; stop them all on a failure or past ``timeout_s``. Why they stopped, or None."""
+def _join(context: Any, timeout_s: float, errors: list[Path]) -> str | None:
+    """Wait for every rank. Once one fails, the others have ``RAISING_RANKS_S`` to end (a moment behind,
+    they may be failing too, and each writes why to its ``errors`` file); past that, or past ``timeout_s``,
+    every rank still running is killed. Why they stopped, or None: every rank ended, each failed one
+    having written what it raised."""
+    processes = context.processes
     deadline = time.monotonic() + timeout_s
+    failed_at: float | None = None
     try:
-        while not context.join(timeout=1.0):
-            if time.monotonic() > deadline:
+        while alive := [process for process in processes if process.is_alive()]:
+            now = time.monotonic()
+            if failed_at is None and any(process.exitcode for process in processes):
+                failed_at = now
+            if failed_at is not None and now > failed_at + RAISING_RANKS_S:
+                break
+            if now > deadline:
                 return f"stopped after {timeout_s:.0f} s (every rank killed)"
-        return None
-    except ProcessExitedException as error:
-        return f"rank {error.error_index} exited with code {error.exit_code}"
-    except ProcessRaisedException:
-        return None  # the rank wrote what it raised
+            multiprocessing.connection.wait([process.sentinel for process in alive], timeout=1.0)
+        return _exited(processes, errors)
     finally:
-        for process in context.processes:
+        for process in processes:
             if process.is_alive():
                 process.kill()
             process.join()
+
+
+def _exited(processes: list[Any], errors: list[Path]) -> str | None:
+    """'rank 1 exited with code -9' for the first rank that failed without writing what it raised."""
+    for rank, process in enumerate(processes):
+        if process.exitcode and not _written(errors[rank]):
+            return f"rank {rank} exited with code {process.exitcode}"
+    return None
 
 
 def _free_port() -> int:
