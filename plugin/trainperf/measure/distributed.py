@@ -1,7 +1,7 @@
 """Data-parallel cases: one process per GPU with PyTorch's DistributedDataParallel over NCCL, or two
 gloo processes on the CPU. Every process loads the same batches and trains its own slice of each, so a
 case trains what the single-process case of the same global batch trains. Rank 0 reports; every rank's
-failure reaches the test's message; no process outlives the case.
+failure reaches the test's message; no rank outlives the case.
 
 Started by a launcher (torchrun, ``srun torchrun``: ``trainperf.measure.launcher``), each pytest process is one
 rank: the cases train in the launcher's group, which may span hosts, instead of spawning processes. A
@@ -86,8 +86,8 @@ def run_case(spec: CaseSpec, keep: Path | None = None, timeout_s: float = TIMEOU
     world = world_size(spec.device)
     with tempfile.TemporaryDirectory(prefix="trainperf-ddp-") as name:
         folder = Path(name)
-        args = (world, _free_port(), spec, folder, keep)
-        context = start_processes(_rank_main, args=args, nprocs=world, join=False, start_method="spawn")
+        args = (world, _free_port(), spec, folder, keep, dict(os.environ))
+        context = start_processes(_rank_main, args=args, nprocs=world, join=False, start_method=_start_method())
         errors = [folder / f"rank{r}.error" for r in range(world)]  # a rank stopped before it began has none
         stopped = _join(context, timeout_s, errors)
         failed = [f"rank {r}: {path.read_text().strip()}" for r, path in enumerate(errors) if _written(path)]
@@ -97,6 +97,16 @@ def run_case(spec: CaseSpec, keep: Path | None = None, timeout_s: float = TIMEOU
         with open(folder / "rank0.pickle", "rb") as handle:
             measurement: Measurement = pickle.load(handle)
     return measurement
+
+
+def _start_method() -> str:
+    """Ranks are forked from multiprocessing's fork server, which imported torch and this module once for
+    the session: a spawned rank imports them afresh, seconds of CPU each. The server is started like a
+    spawned process (it never starts CUDA), so its ranks start as fresh as spawned ones; each takes the
+    environment of the case's start (``_rank_main``)."""
+    context = torch.multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "torch._dynamo", __name__])
+    return "forkserver"
 
 
 def _show_tracebacks(folder: Path, keep: Path | None, world: int) -> list[str]:
@@ -157,11 +167,15 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _rank_main(rank: int, world: int, port: int, spec: CaseSpec, folder: Path, keep: Path | None) -> None:
-    """One spawned rank: join the group, train the case; rank 0 writes the result."""
+def _rank_main(
+    rank: int, world: int, port: int, spec: CaseSpec, folder: Path, keep: Path | None, environ: dict[str, str]
+) -> None:
+    """One started rank: join the group, train the case; rank 0 writes the result. Its environment is
+    the case's starter's (the fork server keeps the one it started with)."""
     error = folder / f"rank{rank}.error"
     error.write_text("")
-    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    os.environ.clear()
+    os.environ.update({**environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
     try:
         device = _rank_device(spec.device, rank)
         if device.type == "cpu" or _steps_on_host(spec):
