@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import torch
-from torch._inductor.runtime.cache_dir_utils import cache_dir
 
 TIMED_CALLS = 5  # back-to-back calls per timing
 TIMINGS = 3  # timings per candidate, the fastest kept
@@ -72,7 +71,10 @@ def fastest(key: Hashable, names: Sequence[Name], run: Callable[[Name], object])
 
 
 def choices_file() -> Path:
-    """This GPU model's choices under this torch and CUDA, kept between processes."""
+    """This GPU model's choices under this torch and CUDA, kept between processes (Inductor, whose cache
+    folder it is, imported here: importing it imports Dynamo, a second of CPU)."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
     tag = f"{torch.cuda.get_device_name()}-torch{torch.__version__}-cuda{torch.version.cuda}"
     return Path(cache_dir()) / "gemm_choices" / (re.sub(r"[^A-Za-z0-9.+]+", "-", tag) + ".json")
 

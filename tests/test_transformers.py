@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def token_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Token ids kept under ``tmp_path``, with no ids of this process's yet."""
-    monkeypatch.setattr(text, "cache_dir", lambda: str(tmp_path))
+    monkeypatch.setattr(text, "cache_root", lambda: tmp_path)
     text.token_ids.cache_clear()
     yield tmp_path / "token_ids"
     text.token_ids.cache_clear()

@@ -23,7 +23,6 @@ import tempfile
 from pathlib import Path
 
 import torch
-from torch._inductor.runtime.cache_dir_utils import cache_dir
 from torch.utils.data import Dataset
 
 TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
@@ -94,7 +93,15 @@ def kept_file(chars: int, vocab_size: int) -> Path:
     they follow from (the standard library's place and version, the sizes, the tokenizer's rules)."""
     stdlib = sysconfig.get_paths()["stdlib"]
     recipe = repr((stdlib, sys.version, chars, vocab_size, TOKEN.pattern, sorted(SKIPPED_PARTS), HELD_OUT_EVERY))
-    return Path(cache_dir()) / "token_ids" / f"{hashlib.sha256(recipe.encode()).hexdigest()[:20]}.pt"
+    return cache_root() / "token_ids" / f"{hashlib.sha256(recipe.encode()).hexdigest()[:20]}.pt"
+
+
+def cache_root() -> Path:
+    """torch.compile's cache folder, imported when first needed: importing Inductor imports Dynamo, a
+    second of CPU that a process which never builds these workloads would spend for nothing."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return Path(cache_dir())
 
 
 def tokenize(chars: int, vocab_size: int) -> torch.Tensor:
