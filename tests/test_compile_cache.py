@@ -2,13 +2,13 @@
 that a fresh process (a profiling child, a fresh-process measurement, the next night) compiles them from
 the cache. Checked with the cache's own test on each Dynamo graph of GPT-2's tiny ``stack`` step, its
 loss in PyTorch's cross-entropy: Dynamo cannot trace the Triton kernel's interpreter, which stands in for
-the GPU here."""
+the GPU here. The cache's module is imported inside the tests: it imports Dynamo, which would change
+what the plugin's in-process sessions count in every xdist worker that collects this file."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache, check_cacheable
 from trainperf import TINY
 
 from workloads.gpt2 import GPT2
@@ -37,6 +37,8 @@ def dynamo_graphs_of_a_step() -> list[torch.fx.GraphModule]:
 
 
 def test_the_stacks_graphs_are_kept_by_the_aot_autograd_cache() -> None:
+    from torch._functorch._aot_autograd.autograd_cache import check_cacheable
+
     graphs = dynamo_graphs_of_a_step()
     assert graphs, "nothing was compiled"
     for graph in graphs:
@@ -45,6 +47,8 @@ def test_the_stacks_graphs_are_kept_by_the_aot_autograd_cache() -> None:
 
 def test_without_the_suites_setting_the_cache_refuses_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """The setting in the suite's conftest.py is what makes them cacheable: the autograd Functions."""
+    from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache, check_cacheable
+
     monkeypatch.setattr(torch._functorch.config, "autograd_cache_allow_custom_autograd_functions", False)
     with pytest.raises(BypassAOTAutogradCache):
         for graph in dynamo_graphs_of_a_step():
