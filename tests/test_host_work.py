@@ -79,6 +79,15 @@ def test_counting_leaves_the_profile_function_as_it_found_it() -> None:
     assert sys.getprofile() is None
 
 
+def test_a_step_that_runs_a_compiled_function_is_counted() -> None:
+    """The profile function runs inside compiled regions too (torchao's optimizers compile their step whole),
+    where Dynamo compiles every Python function that starts: it calls none."""
+    torch = pytest.importorskip("torch")
+    compiled = torch.compile(lambda x: (x * 2).sum(), backend="eager", fullgraph=True)
+    counted = host_work.calls_per_iteration(compiled, lambda: (torch.ones(3), 0.0))
+    assert counted.step > 0 and counted == host_work.calls_per_iteration(compiled, lambda: (torch.ones(3), 0.0))
+
+
 COUNT_AROUND_A_COMPILE = """
 import torch
 from trainperf.measure import host_work

@@ -18,6 +18,7 @@ process.
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import sys
 from collections.abc import Callable
@@ -28,8 +29,10 @@ from typing import Any
 COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its optimizer step (a gradient
 # scaler's) does not move it
 COUNTED_EVENTS = ("call", "c_call")
-# in a code's file name
-COMPILER_PLUMBING = (f"torch{os.sep}_dynamo{os.sep}", f"torch{os.sep}_compile.py", f"torch{os.sep}compiler{os.sep}")
+# in a code's file name; a pattern, as the profile function calls no Python function (a compiled region
+# that is running would have Dynamo compile it)
+PLUMBING_FILES = (f"_dynamo{os.sep}", "_compile.py", f"compiler{os.sep}")  # under torch's folder
+COMPILER_PLUMBING = re.compile("|".join(re.escape(f"torch{os.sep}{part}") for part in PLUMBING_FILES))
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,8 @@ def _calls(step: Callable[[Any], object], fetch: Callable[[], tuple[Any, float]]
 
     def profile(frame: FrameType, event: str, _arg: Any) -> None:
         nonlocal count
-        if event in COUNTED_EVENTS and not _plumbing(frame):
-            count += 1
+        if event in COUNTED_EVENTS and COMPILER_PLUMBING.search(frame.f_code.co_filename) is None:
+            count += 1  # a "call" event's frame is the called function's, a "c_call" event's the caller's
 
     previous = sys.getprofile()
     sys.setprofile(profile)
@@ -75,9 +78,3 @@ def _calls(step: Callable[[Any], object], fetch: Callable[[], tuple[Any, float]]
     finally:
         sys.setprofile(previous)
     return fetched, count - fetched - 1  # less the call of sys.setprofile that removes the profile function
-
-
-def _plumbing(frame: FrameType) -> bool:
-    """Whether ``frame`` runs torch.compile's plumbing (a "call" event's frame is the called function's, a
-    "c_call" event's the caller's)."""
-    return any(part in frame.f_code.co_filename for part in COMPILER_PLUMBING)
