@@ -2,8 +2,8 @@
 that a fresh process (a profiling child, a fresh-process measurement, the next night) compiles them from
 the cache. Checked with the cache's own test on each Dynamo graph of GPT-2's tiny ``stack`` step, its
 loss in PyTorch's cross-entropy: Dynamo cannot trace the Triton kernel's interpreter, which stands in for
-the GPU here. The cache's module is imported inside the tests: it imports Dynamo, which would change
-what the plugin's in-process sessions count in every xdist worker that collects this file."""
+the GPU here. The cache's module is imported inside the tests: it imports Dynamo, a second of CPU in
+every xdist worker that merely collects this file."""
 
 from __future__ import annotations
 
