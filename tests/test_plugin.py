@@ -525,7 +525,7 @@ def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_docume
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "toy/reference: Top-5 operators of one iteration (* ms), torch.profiler *, * s to profile",
+            "toy/reference: Top-5 operators of one iteration (* ms), torch.profiler *, * s to profile (a share of 2 *)",
             "*#*operator*phase*calls*ms*share",
             "   1 * *.* *%",  # its top operator: an ATen op, or an innermost event such as autograd's detach
             "toy/variant: Top-5 operators*",
@@ -534,8 +534,8 @@ def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_docume
     )
     result.stdout.fnmatch_lines(
         [
-            "trainperf: toy/variant: profiling with torch (files in *toy-variant)",
-            "trainperf: toy/variant: torch done in * s",
+            "trainperf: 2 cases together: profiling with torch (files in *profiles)",
+            "trainperf: 2 cases together: torch done in * s",
         ]
     )
     document = json.loads((pytester.path / "out" / "run.json").read_text())
@@ -578,9 +578,10 @@ def test_profiler_failure_is_one_note_and_never_a_verdict(toy_suite) -> None:
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "toy/reference: no profile (torch: FileExistsError: *toy-reference*)",
+            "toy/reference: no profile (torch: python: its log cannot be written: FileExistsError: *toy-reference*)",
+            "toy/variant: Top-5 operators of one iteration *",  # the other case of the batch keeps its profile
             "note: --profile=nsys profiles CUDA kernels; this run is on cpu: torch.profiler used instead",
-            "note: toy/reference: profile not attached: torch: FileExistsError: *",
+            "note: toy/reference: profile not attached: torch: python: its log cannot be written: FileExistsError: *",
         ]
     )
     assert "toy/variant: profile not attached" not in result.stdout.str()  # its own folder held its trace
@@ -903,19 +904,47 @@ def test_a_test_file_outside_the_rootdir_is_recorded_in_fresh_processes(pytester
     assert len(stored["run_medians_ms"]) == 2  # two fresh processes
 
 
+TWO_SHUFFLED = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+CASES = [
+    Optimization("reference", options={"sleep_ms": 10.0}),
+    Optimization("shuffled", options={"sleep_ms": 10.0, "shuffle_labels": True}),
+    Optimization("shuffled_too", options={"sleep_ms": 12.0, "shuffle_labels": True}),
+]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+
+
 @pytest.mark.slow
-def test_profile_cases_failed_profiles_only_the_cases_that_failed(toy_suite) -> None:
-    """A night explains its regressions without profiling every case: the variant, trained on shuffled
-    labels, fails its accuracy and alone is profiled."""
-    pytester = toy_suite(shuffle=True)
-    result = pytester.runpytest(*BASE, "--profile=torch", "--profile-cases=failed", "--perf-report=out")
-    result.assert_outcomes(passed=1, failed=1)
+def test_profile_cases_failed_profiles_only_the_cases_that_failed_in_one_child(toy_suite) -> None:
+    """A night explains its regressions without profiling every case: the two cases trained on shuffled
+    labels fail their accuracy and alone are profiled, at the session's end, by one child for both; their
+    JUnit properties carry their profiles."""
+    pytester = toy_suite()
+    pytester.makepyfile(test_toy=TWO_SHUFFLED)
+    args = ("--profile=torch", "--profile-cases=failed", "--perf-report=out", "--junitxml=junit.xml")
+    result = pytester.runpytest(*BASE, *args)
+    result.assert_outcomes(passed=1, failed=2)
     document = json.loads((pytester.path / "out" / "run.json").read_text())
-    profiled = {case["name"]: case["extra_info"]["profile"] is not None for case in document["benchmarks"]}
-    assert profiled == {"toy/reference": False, "toy/variant": True}
-    profiles = pytester.path / "out" / "profiles"
-    assert not (profiles / "toy-reference").exists()  # a case that passed costs no trace
-    assert (profiles / "toy-variant" / "torch.log").is_file()  # a failed one's Top-5 comes from a child
+    profiles = {case["name"]: case["extra_info"]["profile"] for case in document["benchmarks"]}
+    assert profiles["toy/reference"] is None
+    for key in ("toy/shuffled", "toy/shuffled_too"):
+        assert profiles[key]["error"] is None and profiles[key]["batch"] == 2 and len(profiles[key]["top"]) == 5
+    root = pytester.path / "out" / "profiles"
+    assert not (root / "toy-reference").exists()  # a case that passed costs no trace
+    assert "2 passed" in (root / "torch.log").read_text()  # one child ran both failed cases' nodes
+    assert all((root / name / "trace.json").is_file() for name in ("toy-shuffled", "toy-shuffled_too"))
+    cases = {case.get("name"): case for case in ElementTree.parse(pytester.path / "junit.xml").iter("testcase")}
+    for name in ("test_toy[shuffled]", "test_toy[shuffled_too]"):
+        found = {p.get("name"): p.get("value") for p in cases[name].iter("property")}
+        assert found["trainperf_verdict"] == "fail" and found["trainperf_profile_tool"].startswith("torch.profiler")
+    assert "trainperf_profile_tool" not in {p.get("name") for p in cases["test_toy[reference]"].iter("property")}
 
 
 def test_profile_cases_chooses_all_failed_or_cases_by_name() -> None:

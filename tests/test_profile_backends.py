@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import stat
 import sys
 import time
@@ -14,9 +15,10 @@ import pandas as pd
 import pytest
 from trainperf.profile import launches, ncu, nsys, tools
 from trainperf.profile.backend import Profile, from_capture
-from trainperf.profile.job import Job, ProfileError, child_argv, run_logged
+from trainperf.profile.child import case_folder
+from trainperf.profile.job import Batch, Job, ProfileError, run_logged
 from trainperf.profile.ncu_raw import read_ncu_raw
-from trainperf.profile.profiler import case_folder, choose_backend
+from trainperf.profile.profiler import choose_backend, profile_cases
 from trainperf.profile.roofline import roofline
 from trainperf.profile.torchprof import TorchProfiler
 
@@ -73,24 +75,25 @@ def test_ncu_takes_its_top5_from_the_test_processs_trace_and_starts_a_child_only
     backend = choose_backend("ncu", "cuda", {"PATH": str(tmp_path)}, "2.11.0", notes.append)
     assert backend.name == "ncu" and isinstance(backend.timeline, TorchProfiler)
     assert notes == [f"profiler: ncu 2025.3.1.0 ({tmp_path / 'ncu'})"]
-    with pytest.raises(ProfileError, match=r"python.* exited with status 4"):  # the torch child, on no such node
-        backend.profile(job(tmp_path))
+    [untraced] = backend.profile(Batch((job(tmp_path),)))  # the torch child, on no such node
+    assert isinstance(untraced, ProfileError) and "ran no marked iteration" in str(untraced)
     assert (tmp_path / "out" / "torch.log").is_file()
     (tmp_path / "out" / "torch.log").unlink()
     traced = dataclasses.replace(job(tmp_path), trace=DATA / "gpt2_stack.trace.json.gz")
-    found = TorchProfiler("2.11.0").profile(traced)
+    [found] = TorchProfiler("2.11.0").profile(Batch((traced,)))
+    assert isinstance(found, Profile)
     assert found.tool == "torch.profiler 2.11.0 (test process)" and found.files == [traced.trace]
-    with pytest.raises(ProfileError, match="the child process ran no marked iteration"):  # ncu's, here faked
-        backend.profile(traced)
+    [faked] = backend.profile(Batch((traced,)))  # ncu's child, here faked: it wrote no report
+    assert isinstance(faked, ProfileError) and "ncu wrote no report" in str(faked)
     assert not (tmp_path / "out" / "torch.log").exists()  # no torch child: the trace gave the Top-5
     ncu_argv = (tmp_path / "out" / "ncu.log").read_text()
-    assert f"--kernel-name {ncu.kernel_filter(found.top)}" in ncu_argv and str(sys.executable) in ncu_argv
+    assert f"--kernel-name {ncu.kernel_filter([found.top])}" in ncu_argv and str(sys.executable) in ncu_argv
 
 
 def test_child_is_this_python_running_pytest_on_the_node_without_a_shell(tmp_path: Path) -> None:
-    argv = child_argv(job(tmp_path), torch_trace=True)
+    argv = Batch((job(tmp_path),)).argv(torch_trace=True)
     assert argv[:4] == [sys.executable, "-m", "pytest", NODE]
-    assert argv[-3:] == ["--trainperf-child", str(tmp_path / "out"), "--trainperf-child-torch"]
+    assert argv[-3:] == ["--trainperf-child", str(tmp_path), "--trainperf-child-torch"]  # the cases' folders' root
     assert "--perf-device=cuda" in argv
     assert argv[argv.index("no:unraisableexception") - 1] == "-p"  # its exit collects the garbage five times
 
@@ -118,14 +121,16 @@ def test_nsys_reads_its_top5_from_the_stats_reports_of_this_run_alone(
     )
     (tmp_path / "out").mkdir()
     backend = nsys.NsysProfiler(tools.Tool("nsys", fake, "2025.3.1.0"))
-    found = backend.profile(job(tmp_path))
+    [found] = backend.profile(Batch((job(tmp_path),)))
+    assert isinstance(found, Profile)
     assert found.tool == "nsys 2025.3.1.0" and len(found.top) == 5 and found.bottleneck is not None
     assert [f.name for f in found.files] == ["nsys.nsys-rep", *(f"nsys_{r}.csv" for r in launches.STATS_REPORTS)]
     argv = nsys.stats_argv(backend.tool, job(tmp_path))
     assert argv[1:5] == ["stats", "--report", "cuda_kern_exec_trace,nvtx_pushpop_trace", "--format"]
     monkeypatch.setenv("NO_REPORTS", "1")  # the tables the first run left are removed, not read
-    with pytest.raises(ProfileError, match=r"nsys_cuda_kern_exec_trace\.csv: missing: nsys stats wrote no"):
-        backend.profile(job(tmp_path))
+    [missing] = backend.profile(Batch((job(tmp_path),)))
+    assert isinstance(missing, ProfileError)
+    assert re.search(r"nsys_cuda_kern_exec_trace\.csv: missing: nsys stats wrote no", str(missing))
 
 
 def torch_profile(trace: str) -> Profile:
@@ -135,7 +140,7 @@ def torch_profile(trace: str) -> Profile:
 
 def test_ncu_profiles_only_the_top5_by_function_name_with_clocks_untouched(tmp_path: Path) -> None:
     top = torch_profile("digits_amp_bf16.trace.json.gz").top
-    argv = ncu.profile_argv(tools.Tool("ncu", Path("/x/ncu"), "2025.3.1.0"), job(tmp_path), top)
+    argv = ncu.profile_argv(tools.Tool("ncu", Path("/x/ncu"), "2025.3.1.0"), Batch((job(tmp_path),)), [top])
     assert argv[argv.index("--clock-control") + 1] == "none"
     assert argv[argv.index("--profile-from-start") + 1] == "off"
     assert argv[argv.index("--kernel-name-base") + 1] == "function"
@@ -172,13 +177,13 @@ def test_launches_of_another_shape_or_an_ambiguous_one_get_no_point() -> None:
 def test_failed_tool_is_one_line_naming_its_log(tmp_path: Path) -> None:
     failing = executable(tmp_path / "tool", "echo starting; echo 'fatal: no device' >&2; exit 3")
     with pytest.raises(ProfileError, match=r"tool exited with status 3: fatal: no device \(log: .*tool\.log\)"):
-        run_logged([str(failing)], job(tmp_path), "tool.log")
+        run_logged([str(failing)], tmp_path / "tool.log", tmp_path, 60.0)
 
 
 def test_ncu_permission_error_says_what_to_change(tmp_path: Path) -> None:
     denied = executable(tmp_path / "ncu", "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission'")
     with pytest.raises(ProfileError, match="NVreg_RestrictProfilingToAdminUsers=0"):
-        run_logged([str(denied)], job(tmp_path), "ncu.log")
+        run_logged([str(denied)], tmp_path / "ncu.log", tmp_path, 60.0)
 
 
 def test_case_folder_is_one_safe_name() -> None:
@@ -226,7 +231,7 @@ def test_a_timed_out_profiler_is_stopped_with_every_process_it_started(tmp_path:
     grandchild = tmp_path / "grandchild.pid"
     tool = executable(tmp_path / "hangs", f"sleep 300 & echo $! > {grandchild}; wait")
     with pytest.raises(ProfileError, match="hangs timed out after 1 s"):
-        run_logged([str(tool)], job(tmp_path, timeout_s=1.0), "hangs.log")
+        run_logged([str(tool)], tmp_path / "hangs.log", tmp_path, 1.0)
     pid = int(grandchild.read_text())
     for _ in range(50):  # the kill is sent at once; the process may take a moment to go
         if not Path(f"/proc/{pid}").exists() or "State:\tZ" in Path(f"/proc/{pid}/status").read_text():
@@ -264,3 +269,51 @@ def test_the_hierarchical_section_with_the_metrics_gives_the_roofline_of_all_thr
         assert point.roof_share == pytest.approx(every[kernel].roof_share, rel=0.05)
         assert point.l2_bytes > 0 and point.l1_bytes > 0  # the section's own derived metrics
     assert ncu.SECTIONS == ("SpeedOfLight_HierarchicalTensorRooflineChart",)
+
+
+def test_one_ncu_child_profiles_every_case_and_each_gets_its_own_kernels_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two cases of one H100 run (the GPT-2 stack and reference: their traces, their raw pages as one):
+    one ncu child for both, filtering on every case's Top-5 names; each case's table as when it was
+    profiled alone. A case the child ran no marked iteration of gets that reason, the other its profile.
+    The fake ncu leaves the report, and each folder in MARKS the child's mark; its import prints the page."""
+    stack, reference = ((DATA / f"gpt2_{case}.ncu.csv").read_text().splitlines() for case in ("stack", "reference"))
+    assert stack[0] == reference[0]  # one header: the pages join as one child's
+    page = tmp_path / "page.csv"
+    page.write_text("\n".join([*stack, *reference[2:]]) + "\n")
+    fake = executable(
+        tmp_path / "ncu",
+        f'case " $* " in *" --import "*) cat {page};; *) echo "$@"; prev=; '
+        'for a in "$@"; do [ "$prev" = --export ] && touch "$a.ncu-rep"; prev=$a; done; '
+        'for d in $MARKS; do touch "$d/child.json"; done;; esac',
+    )
+    root = tmp_path / "profiles"
+    jobs = [
+        Job(f"perf_tests/test_gpt2.py::test_gpt2[{case}]", tmp_path, case_folder(root, f"gpt2/{case}"), 60.0, 0.1,
+            ("--perf-device=cuda",), trace=DATA / f"gpt2_{case}.trace.json.gz")
+        for case in ("stack", "reference")
+    ]  # fmt: skip
+    for one in jobs:
+        one.out_dir.mkdir(parents=True)
+    backend = ncu.NcuProfiler(tools.Tool("ncu", fake, "2025.3.1.0"), TorchProfiler("2.11.0"))
+    monkeypatch.setenv("MARKS", " ".join(str(one.out_dir) for one in jobs))
+    found = profile_cases(backend, jobs)
+    [argv] = (root / "ncu.log").read_text().splitlines()  # one child, its log beside the cases' folders
+    tops = [torch_profile(f"gpt2_{case}.trace.json.gz").top for case in ("stack", "reference")]
+    assert f"--kernel-name {ncu.kernel_filter(tops)} " in argv and "--nvtx" in argv.split()
+    assert all(argv.count(one.nodeid) == 1 for one in jobs) and f"--trainperf-child {root}" in argv
+    for case, name in zip(found, ("stack", "reference"), strict=True):
+        alone = torch_profile(f"gpt2_{name}.trace.json.gz")
+        own = ncu.label_launches(read_ncu_raw(DATA / f"gpt2_{name}.ncu.csv"), alone.configs)
+        expected = ncu.with_roofline(alone.top, roofline(own), ncu.look_alikes(alone.configs))
+        assert case.batch == 2 and case.error is None and case.profile is not None
+        assert case.profile.files[-1] == root / "ncu.ncu-rep"
+        for column in ("bound", "intensity", "roof_share", "precision"):
+            pd.testing.assert_series_equal(case.profile.top[column], expected[column])
+    monkeypatch.setenv("MARKS", str(jobs[0].out_dir))  # the reference's test failed in the child
+    ran, failed = profile_cases(backend, jobs)
+    assert ran.profile is not None and ran.profile.roofline and failed.profile is None
+    assert (
+        failed.error == f"ncu: the child process ran no marked iteration of {jobs[1].nodeid} (log: {root / 'ncu.log'})"
+    )

@@ -22,7 +22,7 @@ from trainperf.measure import fresh_process, time_limit
 from trainperf.measure.errors import first_line
 from trainperf.measure.measurement import Measurement, combined
 from trainperf.measure.runner import free_memory, run_case
-from trainperf.record.result import CaseResult
+from trainperf.record.result import CaseEntry, CaseResult
 from trainperf.record.session import PerfSession
 from trainperf.report import junit, lines
 from trainperf.spec.case import CaseSpec, case_key
@@ -84,15 +84,7 @@ class TrainPerf:
         if timed_out is not None:  # failed here, not in the handler: its message once, not chained to the timeout's
             pytest.fail(timed_out, pytrace=False)
         measurement = result.measurement
-        if measurement.communication is not None and self.session.profiling is not None:
-            self.session.note(f"{spec.key}: not profiled: a data-parallel case runs one process per GPU")
-        elif self.session.profiling is not None:  # the profilers load only here: a measuring process needs none
-            from trainperf.hooks.attach_profile import attach_profile
-            from trainperf.profile.profiler import selected
-
-            if selected(self.session.settings.profile_cases, result.key, bool(checks.failures(result.checks))):
-                attach_profile(self.session, self.selector or self.nodeid, result)
-        entry = record_case(self.session, result)
+        entry = self._recorded_and_profiled(result)
         for name, value in junit.properties(entry).items():
             self.record_property(name, value)
         for check in result.checks:
@@ -106,6 +98,30 @@ class TrainPerf:
         if failed:
             pytest.fail("\n".join(check.message for check in failed), pytrace=False)
         return result
+
+    def _recorded_and_profiled(self, result: CaseResult) -> CaseEntry:
+        """The case recorded; profiled first where --profile-cases names it and its reports cannot wait
+        (xdist, a launcher, -x), else with the other cases at the session's end."""
+        session = self.session
+        profiled = session.profiling is not None
+        if profiled and result.measurement.communication is not None:
+            session.note(f"{result.key}: not profiled: a data-parallel case runs one process per GPU")
+            profiled = False
+        if profiled:  # the profilers load only here: a measuring process needs none
+            from trainperf.profile.profiler import selected
+
+            profiled = selected(session.settings.profile_cases, result.key, bool(checks.failures(result.checks)))
+        late = self.late if self.late is not None and self.late.profiles_at_end else None
+        if profiled and late is None:
+            from trainperf.hooks.attach_profile import attach_profiles
+
+            attach_profiles(session, [(self.selector or self.nodeid, result)])
+        entry = record_case(session, result)
+        if profiled and late is not None:
+            from trainperf.hooks.attach_profile import ToProfile
+
+            late.profile_later(session, ToProfile(self.nodeid, self.selector or self.nodeid, result, entry))
+        return entry
 
     def _unfinished(self, key: str, verdict: str, reason: str) -> None:
         """A case that ended without a measurement: every report lists it, JUnit too, and the run
@@ -270,7 +286,7 @@ class TrainPerf:
     def _measure_data_parallel(self, spec: CaseSpec) -> Measurement:
         """One process per GPU (two on the CPU); any rank's failure fails the case, naming the ranks."""
         from trainperf.measure import distributed
-        from trainperf.profile.profiler import case_folder
+        from trainperf.profile.child import case_folder
 
         report = self.session.settings.report
         keep = None if report is None else case_folder(report / "data-parallel", spec.key)

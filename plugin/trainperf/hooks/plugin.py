@@ -80,8 +80,9 @@ def pytest_configure(config: pytest.Config) -> None:
     xdist.set_up(settings, config)
     if child_run is None and not hasattr(config, "workerinput"):  # the session's own process, not a worker
         config.stash[SIGTERM_KEY] = SigtermAsInterrupt()  # installed once the session has cases
-        if settings.confirmations > 0:
-            config.pluginmanager.register(LateConfirmation(), PLUGIN_NAME)
+        if settings.confirmations > 0 or settings.profile != "off":
+            # -x and --maxfail stop at a failure as it is reported: a profiled case's profile comes at once then
+            config.pluginmanager.register(LateConfirmation(profiles_at_end=not config.option.maxfail), PLUGIN_NAME)
     twin_only = bool(config.getoption("trainperf_twin_only"))
     config.stash[SESSION_KEY] = LazySession(settings, child_run, config, twin_only)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from trainperf.measure.measurement import Measurement
 from trainperf.profile.child import MEASUREMENT
-from trainperf.profile.job import Job, ProfileError, child_argv, run_logged
+from trainperf.profile.job import ProfileError, child_argv, run_logged
 
 
 class IsolatedRunError(RuntimeError):
@@ -38,9 +38,9 @@ def measure(children: Children, nodeid: str, what: str, warmup: int, iters: int)
     """``what`` ("case" or "reference") of the node's case, measured in a fresh process."""
     folder = Path(tempfile.mkdtemp(prefix="trainperf-run-"))  # kept, with the child's log, when it fails
     args = (*children.pytest_args, f"--perf-warmup={warmup}", f"--perf-iters={iters}")
-    job = Job(nodeid, children.rootdir, folder, children.timeout_s, pytest_args=args)
+    argv = [*child_argv([nodeid], args, folder), "--trainperf-child-measure", what]
     try:
-        run_logged([*child_argv(job), "--trainperf-child-measure", what], job, "child.log")
+        run_logged(argv, folder / "child.log", children.rootdir, children.timeout_s)
     except ProfileError as error:
         raise IsolatedRunError(f"{what} measured in a fresh process: {error}") from None
     written = folder / MEASUREMENT

@@ -3,8 +3,10 @@ for a tool that must run the process itself (nsys, ncu), or for the Top-5 where 
 counted iterations left no trace (``measure.work``). No profiler runs while the test process times.
 
 The marked iteration runs between ``cudaProfilerStart`` and ``cudaProfilerStop`` inside the NVTX range
-``trainperf_iteration`` (so nsys and ncu capture only it), its phases as NVTX ranges; with ``torch`` the
-iteration also runs under ``torch.profiler`` and its trace is written as ``trace.json`` (opens in Perfetto).
+``trainperf_iteration`` (so nsys and ncu capture only it), its phases as NVTX ranges, and all of it inside
+the range ``trainperf_case:<case>``: one child runs the marked iterations of several cases, each writing in
+its case's folder. With ``torch`` the iteration also runs under ``torch.profiler`` and its trace is
+written as ``trace.json`` (opens in Perfetto).
 """
 
 from __future__ import annotations
@@ -15,15 +17,24 @@ from pathlib import Path
 
 import torch
 
-from trainperf.measure.runner import Prepared, prepare, seed_everything
+from trainperf.measure.runner import Prepared, free_memory, prepare, seed_everything
 from trainperf.measure.steps import backend_settings
 from trainperf.measure.timing import synchronize
-from trainperf.profile.child import CHILD_INFO, MARK, TRACE
+from trainperf.profile.child import CASE_RANGE, CHILD_INFO, MARK, TRACE, case_folder
 from trainperf.spec.case import CaseSpec
 
 
-def run_marked_iteration(spec: CaseSpec, out_dir: Path, torch_profiler: bool) -> None:
-    """Warm up ``max(warmup, 2)`` iterations, then profile one; writes ``child.json`` (and the trace)."""
+def run_marked_iteration(spec: CaseSpec, root: Path, torch_profiler: bool) -> None:
+    """Warm up ``max(warmup, 2)`` iterations, then profile one; writes ``child.json`` (and the trace) in
+    the case's folder under ``root``, then frees what the case held for the next one."""
+    print(f"trainperf: {spec.key}: warm-up, then one marked iteration", flush=True)  # the child's log, per case
+    try:
+        _warm_then_marked(spec, case_folder(root, spec.key), torch_profiler)
+    finally:  # the case's model and tensors went with the call: gone before the child's next case is built
+        free_memory(spec.device)
+
+
+def _warm_then_marked(spec: CaseSpec, out_dir: Path, torch_profiler: bool) -> None:
     seed_everything()
     device = spec.device
     with backend_settings(spec.optimization):
@@ -33,9 +44,17 @@ def run_marked_iteration(spec: CaseSpec, out_dir: Path, torch_profiler: bool) ->
         synchronize(device)
         if device.type == "cuda":
             torch.cuda.empty_cache()  # ncu saves and restores the memory a replayed kernel may touch: less of it
-        marked_iteration(case, device, out_dir, torch_profiler, cuda_profiler=True)
+        with _case_range(device, spec.key):
+            marked_iteration(case, device, out_dir, torch_profiler, cuda_profiler=True)
     info = {"samples_per_iteration": case.training.samples_per_iteration, "device": str(device)}
     (out_dir / CHILD_INFO).write_text(json.dumps(info), encoding="utf-8")
+
+
+def _case_range(device: torch.device, key: str) -> contextlib.AbstractContextManager[object]:
+    """The NVTX range that names the case around its marked iteration (its launches' case in ncu's report)."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    return torch.cuda.nvtx.range(CASE_RANGE.format(key=key))
 
 
 def marked_iteration(

@@ -1,5 +1,6 @@
 """What every profiler backend shares: the profile it yields from a capture (Top-5 kernels, bottleneck
-verdict, roofline, raw files), the test process's trace or a child's. The child is a ``job.Job``.
+verdict, roofline, raw files), the test process's trace or a child's. A backend profiles a ``job.Batch``
+of cases at once: a child process costs seconds to start, its cases share it.
 
 Backends: ``torchprof`` (torch.profiler), ``nsys`` (Nsight Systems), ``ncu`` (Nsight Compute on the
 Top-5 of a torch.profiler trace). No torch or pytest here.
@@ -14,7 +15,7 @@ from typing import Protocol
 import pandas as pd
 
 from trainperf.profile import launches
-from trainperf.profile.job import Job, ProfileError
+from trainperf.profile.job import Batch, Job, ProfileError
 from trainperf.profile.roofline import RooflinePoint
 
 
@@ -36,8 +37,8 @@ class Backend(Protocol):
     name: str
     reads_trace: bool  # takes its Top-5 from the trace of the test process's counted iterations (Job.trace)
 
-    def profile(self, job: Job) -> Profile:
-        """Re-run the job's node under the tool; raises ProfileError with a one-line reason."""
+    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+        """Each job's profile, or the one-line reason it has none; the jobs' nodes re-run under the tool."""
 
 
 def from_capture(capture: launches.Capture, tool: str, job: Job, files: list[Path]) -> Profile:

@@ -1,25 +1,31 @@
-"""Nsight Compute backend: the Top-5 comes from the torch.profiler trace of the test process's counted
-iterations (a child's where there is none), then ncu profiles only those kernels (by function name),
-only inside the marked iteration (``--profile-from-start off``), one launch per launch configuration,
-with the GPU's clocks left as they are (``--clock-control none``). Each profiled launch is matched back
-to its Top-5 kernel by function name, grid and block, and its raw page gives the kernel's roofline point."""
+"""Nsight Compute backend: each case's Top-5 comes from the torch.profiler trace of the test process's
+counted iterations (a child's where there is none), then one ncu child runs every case of the batch and
+profiles only those kernels (by function name), only inside the marked iterations (``--profile-from-start
+off``), one launch per launch configuration in the whole child, with the GPU's clocks left as they are
+(``--clock-control none``). A child costs seconds to start and its Top-5 kernels recur across a ladder's
+cases: one for all of them profiles each shape once. Each case's launches are matched back to its Top-5
+kernels by function name, grid, block and registers, so a shape two cases share has the point of the
+first case that ran it (the report's NVTX ranges, ``trainperf_case:<case>``, say which)."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
 from trainperf.profile import roofline as roof
 from trainperf.profile.backend import Backend, Profile
-from trainperf.profile.job import Job, ProfileError, child_argv, require_child_ran, run_logged
+from trainperf.profile.job import Batch, Job, ProfileError, last_line, require_child_ran
 from trainperf.profile.launches import ProfileFormatError, short_name
 from trainperf.profile.ncu_raw import read_ncu_raw
 from trainperf.profile.roofline import RooflinePoint, roofline
 from trainperf.profile.tools import Tool
 
-REPORT = "ncu"  # ncu.ncu-rep and ncu.csv in the job's folder
+REPORT = "ncu"  # ncu.ncu-rep and ncu.csv in the batch's folder
+LOG = "ncu.log"
 # the hierarchical roofline alone (9 replay passes a kernel where SpeedOfLight and the plain roofline
 # chart made it 17): it defines the L1 and L2 byte metrics; METRICS add the rest the roofline reads
 SECTIONS = ("SpeedOfLight_HierarchicalTensorRooflineChart",)
@@ -40,26 +46,27 @@ _READ = (
 METRICS = tuple(dict.fromkeys(metric for metric in _READ if not metric.startswith("derived__")))
 
 
-def kernel_filter(top: pd.DataFrame) -> str:
-    """``regex:`` filter on ncu's function names that matches the Top-5 kernels."""
-    return "regex:(^|::)(" + "|".join(re.escape(str(name)) for name in top["short"].unique()) + ")$"
+def kernel_filter(tops: Sequence[pd.DataFrame]) -> str:
+    """``regex:`` filter on ncu's function names that matches every case's Top-5 kernels."""
+    names = dict.fromkeys(str(name) for top in tops for name in top["short"])
+    return "regex:(^|::)(" + "|".join(re.escape(name) for name in names) + ")$"
 
 
-def profile_argv(tool: Tool, job: Job, top: pd.DataFrame) -> list[str]:
+def profile_argv(tool: Tool, batch: Batch, tops: Sequence[pd.DataFrame]) -> list[str]:
     sections = [arg for section in SECTIONS for arg in ("--section", section)]
     return [
         str(tool.path), "--clock-control", "none", "--profile-from-start", "off",
-        "--target-processes", "application-only",
-        "--kernel-name-base", "function", "--kernel-name", kernel_filter(top),
+        "--target-processes", "application-only", "--nvtx",
+        "--kernel-name-base", "function", "--kernel-name", kernel_filter(tops),
         "--launch-count", str(LAUNCHES_PER_CONFIG), "--filter-mode", "per-launch-config",
         *sections, "--metrics", ",".join(METRICS),
-        "--force-overwrite", "--export", str(job.out_dir / REPORT),
-        *child_argv(job),
+        "--force-overwrite", "--export", str(batch.out_dir / REPORT),
+        *batch.argv(),
     ]  # fmt: skip
 
 
-def import_argv(tool: Tool, job: Job) -> list[str]:
-    report = str(job.out_dir / f"{REPORT}.ncu-rep")
+def import_argv(tool: Tool, batch: Batch) -> list[str]:
+    report = str(report_file(batch))
     return [str(tool.path), "--import", report, "--csv", "--page", "raw", "--print-kernel-base", "function"]
 
 
@@ -71,23 +78,59 @@ class NcuProfiler:
         self.tool = tool
         self.timeline = timeline  # the torch.profiler trace: the Top-5 to profile
 
-    def profile(self, job: Job) -> Profile:
-        found = self.timeline.profile(job)
-        run_logged(profile_argv(self.tool, job, found.top), job, "ncu.log", extra_env=CHILD_ENV)
-        require_child_ran(job)
-        raw_csv = job.out_dir / f"{REPORT}.csv"
-        run_logged(import_argv(self.tool, job), job, "ncu-import.log", output_name=raw_csv.name)
+    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+        """Every case with a Top-5 profiled in one ncu child; a case the child ran no marked iteration of
+        (its test failed there) has the reason, the others their profile."""
+        found = self.timeline.profile(batch)
+        ready = {job: top for job, top in zip(batch.jobs, found, strict=True) if isinstance(top, Profile)}
+        if not ready:
+            return found
+        child = Batch(tuple(ready))
+        raw = self._raw_page(child, [top.top for top in ready.values()])
+        return [
+            self._one(job, ready[job], raw, child) if job in ready else top
+            for job, top in zip(batch.jobs, found, strict=True)
+        ]
+
+    def _raw_page(self, child: Batch, tops: list[pd.DataFrame]) -> pd.DataFrame | ProfileError:
+        """The child run under ncu (its status aside: a case whose test failed there lacks its marked
+        iteration alone), then its report's raw page."""
+        log = child.out_dir / LOG
+        child.forget_earlier(report_file(child))
         try:
-            points = roofline(label_launches(read_ncu_raw(raw_csv), found.configs))
+            child.run(profile_argv(self.tool, child, tops), LOG, extra_env=CHILD_ENV, check=False)
+            if not report_file(child).is_file():
+                text = log.read_text(encoding="utf-8", errors="replace")
+                raise ProfileError(f"ncu wrote no report: {last_line(text)} (log: {log})")
+            child.run(import_argv(self.tool, child), "ncu-import.log", output_name=f"{REPORT}.csv")
+            return read_ncu_raw(child.out_dir / f"{REPORT}.csv")
         except ProfileFormatError as error:
-            raise ProfileError(f"ncu: {error}") from None
+            return ProfileError(f"ncu: {error}")
+        except ProfileError as error:
+            return error
+
+    def _one(self, job: Job, found: Profile, raw: pd.DataFrame | ProfileError, child: Batch) -> Profile | ProfileError:
+        """The case's Top-5 with the roofline points of its kernels' launches in the child's raw page."""
+        if isinstance(raw, ProfileError):
+            return raw
+        try:
+            require_child_ran(job, child.out_dir / LOG)
+            points = roofline(label_launches(raw, found.configs))
+        except ProfileFormatError as error:
+            return ProfileError(f"ncu: {error}")
+        except ProfileError as error:
+            return error
         return dataclasses.replace(
             found,
             tool=f"{found.tool} + ncu {self.tool.version}",
             top=with_roofline(found.top, points, look_alikes(found.configs)),
             roofline=points,
-            files=[*found.files, job.out_dir / f"{REPORT}.ncu-rep"],
+            files=[*found.files, report_file(child)],
         )
+
+
+def report_file(batch: Batch) -> Path:
+    return batch.out_dir / f"{REPORT}.ncu-rep"
 
 
 def label_launches(raw: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from trainperf.profile import launches
 from trainperf.profile.backend import Profile, from_capture
-from trainperf.profile.job import Job, ProfileError, child_argv, require_child_ran, run_logged
+from trainperf.profile.job import Batch, Job, ProfileError, require_child_ran
 from trainperf.profile.tools import Tool
 
 REPORT = "nsys"  # nsys.nsys-rep, its nsys.sqlite and the nsys_<report>.csv files in the job's folder
@@ -16,7 +16,7 @@ def profile_argv(tool: Tool, job: Job) -> list[str]:
     return [
         str(tool.path), "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none",
         "--capture-range=cudaProfilerApi", "--capture-range-end=stop", "--cuda-graph-trace=node",
-        "--force-overwrite=true", "--output", str(job.out_dir / REPORT), *child_argv(job),
+        "--force-overwrite=true", "--output", str(job.out_dir / REPORT), *Batch((job,)).argv(),
     ]  # fmt: skip
 
 
@@ -35,14 +35,25 @@ class NsysProfiler:
     def __init__(self, tool: Tool) -> None:
         self.tool = tool
 
-    def profile(self, job: Job) -> Profile:
-        run_logged(profile_argv(self.tool, job), job, "nsys.log")
+    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+        """One child a case: nsys captures the first cudaProfilerStart/Stop range of a process."""
+        found: list[Profile | ProfileError] = []
+        for job in batch.jobs:
+            try:
+                found.append(self._one(job))
+            except ProfileError as error:
+                found.append(error)
+        return found
+
+    def _one(self, job: Job) -> Profile:
+        one = Batch((job,))
+        one.run(profile_argv(self.tool, job), "nsys.log")
         require_child_ran(job)
         prefix = job.out_dir / REPORT
         tables = [launches.stats_table(prefix, report) for report in launches.STATS_REPORTS]
         for table in tables:  # an earlier run's table must not stand in for a report this one lacks
             table.unlink(missing_ok=True)
-        run_logged(stats_argv(self.tool, job), job, "nsys-stats.log")
+        one.run(stats_argv(self.tool, job), "nsys-stats.log")
         try:
             capture = launches.read_nsys_stats(prefix)
         except launches.ProfileFormatError as error:

@@ -1,18 +1,18 @@
 """``--profile``: the backend chosen once per session (missing tools become one-line notes and a
-fallback), then each case profiled after its timed run. A failure yields a note, never a verdict."""
+fallback), then the cases profiled after their timed runs, together (at the session's end, one child for
+them all) or one at a time. A failure yields a note, never a verdict."""
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainperf.profile import tools
 from trainperf.profile.backend import Backend, Profile
-from trainperf.profile.child import TRACE
-from trainperf.profile.job import Job, ProfileError
+from trainperf.profile.child import TRACE, case_folder
+from trainperf.profile.job import Batch, Job, ProfileError
 from trainperf.profile.ncu import NcuProfiler
 from trainperf.profile.nsys import NsysProfiler
 from trainperf.profile.torchprof import TorchProfiler
@@ -20,10 +20,11 @@ from trainperf.profile.torchprof import TorchProfiler
 
 @dataclass
 class CaseProfile:
-    """A case's profile, or why it has none; ``seconds`` is what profiling the case cost."""
+    """A case's profile, or why it has none; ``seconds`` is its share of what profiling its batch cost."""
 
     seconds: float
     out_dir: Path
+    batch: int = 1  # the cases profiled together with it, itself included
     profile: Profile | None = None
     error: str | None = None
     files: list[Path] = field(default_factory=list)  # added by the report (e.g. the roofline plot)
@@ -97,19 +98,19 @@ def choose_backend(
     return NsysProfiler(nsys)
 
 
-def case_folder(root: Path, case_key: str) -> Path:
-    """``gpt2/stack`` -> ``root/gpt2-stack``."""
-    return root / re.sub(r"[^A-Za-z0-9_.-]+", "-", case_key)
-
-
-def profile_case(backend: Backend, job: Job) -> CaseProfile:
-    """Run the backend on the job; its error becomes the case's profile note."""
+def profile_cases(backend: Backend, jobs: Sequence[Job]) -> list[CaseProfile]:
+    """Run the backend on the jobs at once; each error becomes that case's profile note. Each case is
+    given an equal share of the time."""
     started = time.perf_counter()
     try:
-        found = backend.profile(job)
-    except ProfileError as error:
-        return CaseProfile(time.perf_counter() - started, job.out_dir, error=f"{backend.name}: {error}")
-    except Exception as error:  # a profiler's surprise must not fail the case: it becomes its note
-        message = f"{backend.name}: {type(error).__name__}: {error} (files in {job.out_dir})"
-        return CaseProfile(time.perf_counter() - started, job.out_dir, error=message)
-    return CaseProfile(time.perf_counter() - started, job.out_dir, profile=found)
+        found = backend.profile(Batch(tuple(jobs)))
+    except Exception as error:  # a profiler's surprise must not fail a case: it becomes its note
+        where = jobs[0].out_dir.parent if len(jobs) > 1 else jobs[0].out_dir
+        found = [ProfileError(f"{type(error).__name__}: {error} (files in {where})")] * len(jobs)
+    share = (time.perf_counter() - started) / len(jobs)
+    return [
+        CaseProfile(share, job.out_dir, batch=len(jobs), error=f"{backend.name}: {one}")
+        if isinstance(one, ProfileError)
+        else CaseProfile(share, job.out_dir, profile=one, batch=len(jobs))
+        for job, one in zip(jobs, found, strict=True)
+    ]

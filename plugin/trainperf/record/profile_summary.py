@@ -22,6 +22,7 @@ def record(case: CaseProfile) -> dict[str, Any]:
     """The run document's ``profile`` entry."""
     found = case.profile
     entry: dict[str, Any] = {"seconds": case.seconds, "dir": str(case.out_dir), "error": case.error}
+    entry["batch"] = case.batch  # the cases profiled together with it (the child they shared)
     if found is None:
         return entry
     bottleneck = found.bottleneck

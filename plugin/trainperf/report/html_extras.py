@@ -17,14 +17,14 @@ def extras_for(entry: CaseEntry) -> list[dict[str, Any]]:
 
     memory = entry["extra_info"].get("memory_snapshot")
     charted = [] if not memory else [extras.png(_encoded(Path(memory["chart"])), name=f"{entry['name']} memory")]
-    return charted + _profile_extras(entry)
+    return charted + profile_extras(entry)
 
 
 def _encoded(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def _profile_extras(entry: CaseEntry) -> list[dict[str, Any]]:
+def profile_extras(entry: CaseEntry) -> list[dict[str, Any]]:
     from pytest_html import extras
 
     profile = entry["extra_info"]["profile"]
