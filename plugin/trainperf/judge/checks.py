@@ -27,6 +27,9 @@ DEFAULT_ALPHA = 0.01
 # GPU busy share below which a case waits for the host: it parts GPU-bound cases from launch-bound ones
 # (research/evidence/h200-calibration.md); it only words a failure's hint
 HOST_BOUND_BUSY = 0.9
+# a host this many times slower at issuing an op than the recorded one, whose GPU waits for it, sets a
+# case's pace (``paced_by_a_slower_host``); fixed before the A/A runs that test it
+SLOWER_HOST = 1.25
 # A run whose iterations spread this many times as widely as the recorded runs' (and beyond the floor)
 # was disturbed while it ran, as by a host stall (research/evidence/h200-examples-gate.md); it only words a
 # failure's hint
@@ -227,6 +230,28 @@ def with_host(check: Check, during: Mapping[str, Any], stored: Baseline | None) 
             )
     text += _power_cap_text(during, stored)
     return dataclasses.replace(check, message=f"{check.message}; {text}")
+
+
+def paced_by_a_slower_host(case: str, check: Check, during: Mapping[str, Any], stored: Baseline | None) -> Check:
+    """A failed time of a case whose GPU waited for the host in this run (busy below ``HOST_BOUND_BUSY``),
+    on a host that issued ops at least ``SLOWER_HOST`` times slower than the one it was recorded on: not
+    judged. The op time is measured before the case runs, apart from its code, and such a host sets the
+    case's pace: unchanged code failed its time there with its work and kernel time as recorded
+    (research/evidence/h200-ncu-cost.md). Its work, kernel time and host calls are judged instead; on a
+    host about as fast as the recorded one, a slower step stays a failure."""
+    now_us, busy = during.get("host_dispatch_us"), during.get("gpu_busy_share")
+    recorded_us = None if stored is None else stored.host_dispatch_us
+    if check.passed is not False or now_us is None or busy is None or not recorded_us:
+        return check
+    if busy >= HOST_BOUND_BUSY or now_us < SLOWER_HOST * recorded_us:
+        return check
+    figures = check.message.removeprefix(f"{case}: ")
+    message = (
+        f"{case}: time not judged: this host issued an op in {now_us:.2f} µs, {recorded_us:.2f} µs where recorded "
+        f"({now_us / recorded_us - 1:+.0%}), and the GPU waited for it (busy {busy:.0%}): the host set its pace; "
+        f"judged on its work, kernel time and host calls instead ({figures})"
+    )
+    return Check(CheckName.TIME, None, message)
 
 
 def host_paced(case: str, check: Check, busy_shares: Sequence[float]) -> Check:
