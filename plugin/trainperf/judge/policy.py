@@ -4,10 +4,11 @@ are measured again before they stand, and which cases count as judged.
 Every check reads the same ``Figures`` and returns a ``Check`` (or None where it does not apply), as
 ``CHECKS`` lists them. A case is judged on accuracy, on its work and kernel time, and on time against its
 stored baseline (on a GPU that waited for the host where recorded, only once runs of later sessions
-measured that time's noise; not where a host slower than the recorded one kept its GPU waiting), and where its GPU waits for the host on its host work; a case other than
-the reference also on its speedup (a shortfall within the measured noise of the case and its reference
-passes) and its peak memory. Under ``--update-baselines`` a slower time or more host work is reported,
-not failed; on a throttled GPU neither the time nor the speedup is judged. Pure: no torch, no pytest.
+measured that time's noise; not where a host slower than the recorded one kept its GPU waiting), and
+where its GPU waits for the host on its host work; a case other than the reference also on its speedup
+(a shortfall within the measured noise of the case and its reference passes) and its peak memory. Under
+``--update-baselines`` a slower time or more host work is reported, not failed; on a throttled GPU
+neither the time nor the speedup is judged. Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
