@@ -38,7 +38,9 @@ def measure(children: Children, nodeid: str, what: str, warmup: int, iters: int)
     """``what`` ("case" or "reference") of the node's case, measured in a fresh process."""
     folder = Path(tempfile.mkdtemp(prefix="trainperf-run-"))  # kept, with the child's log, when it fails
     args = (*children.pytest_args, f"--perf-warmup={warmup}", f"--perf-iters={iters}")
-    argv = [*child_argv([nodeid], args, folder), "--trainperf-child-measure", what]
+    # pytest, then an exit without the interpreter's teardown: it has written its measurement by then
+    argv = child_argv([nodeid], args, folder, main="trainperf.measure.fresh_child")
+    argv += ["--trainperf-child-measure", what]
     try:
         run_logged(argv, folder / "child.log", children.rootdir, children.timeout_s)
     except ProfileError as error:

@@ -78,10 +78,11 @@ class Batch:
         return run_logged(argv, out / log_name, self.jobs[0].rootdir, self.timeout_s, output, **kwargs)
 
 
-def child_argv(nodeids: Sequence[str], pytest_args: Sequence[str], out_dir: Path) -> list[str]:
-    """``python -m pytest <nodeid>...`` in child mode, writing under ``out_dir``. Without the plugins a
-    child has no use for: unraisableexception's exit collects the garbage up to five times."""
-    argv = [sys.executable, "-m", "pytest", *nodeids, "-q", "--no-header", "-p", "no:cacheprovider"]
+def child_argv(nodeids: Sequence[str], pytest_args: Sequence[str], out_dir: Path, main: str = "pytest") -> list[str]:
+    """``python -m pytest <nodeid>...`` (or another ``main`` module that runs pytest) in child mode, writing
+    under ``out_dir``. Without the plugins a child has no use for: unraisableexception's exit collects the
+    garbage up to five times."""
+    argv = [sys.executable, "-m", main, *nodeids, "-q", "--no-header", "-p", "no:cacheprovider"]
     argv += ["-p", "no:xdist", "-p", "no:logging", "-p", "no:unraisableexception", *pytest_args]
     return [*argv, "--trainperf-child", str(out_dir)]
 
