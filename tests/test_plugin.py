@@ -795,8 +795,10 @@ def test_history_adds_passing_runs_whose_spread_the_gate_then_judges_by(toy_suit
 
 @pytest.mark.slow
 def test_calibration_adds_every_judged_case_to_the_history_failed_ones_too(toy_suite) -> None:
-    toy_suite(sleep_ms=10.0, variant_sleep_ms=10.0).runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
-    slowed = toy_suite(sleep_ms=10.0, variant_sleep_ms=60.0)
+    """The reference must pass each run against its one-run baseline (a 10% threshold): its step sleeps
+    30 ms, so that the toy's compute (about 20 ms, slowed by the other tests' processes) moves it less."""
+    toy_suite(sleep_ms=30.0, variant_sleep_ms=30.0).runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
+    slowed = toy_suite(sleep_ms=30.0, variant_sleep_ms=120.0)
     history_only = slowed.runpytest(*BASE, "--perf-history", "--perf-confirmations=0")
     history_only.assert_outcomes(passed=1, failed=1)
     stored = json.loads(baseline_file(slowed).read_text())["cases"]
