@@ -235,6 +235,25 @@ def test_a_session_stopped_before_the_end_names_the_cases_left_unjudged(pytester
     assert unjudged["reason"].startswith("first measurement: toy/reference: slower than baseline: median")
 
 
+@pytest.mark.slow
+def test_a_session_stopped_before_the_profiles_reports_the_cases_held_for_them(pytester: pytest.Pytester) -> None:
+    """The reference's reports wait for the profiles at the session's end; an interrupt at the variant's
+    start logs them without a profile, and says so."""
+    two_cases(pytester, '{"sleep_ms": 10.0}')
+    pytester.makeconftest(
+        "def pytest_runtest_logstart(nodeid, location):\n    if 'variant' in nodeid:\n        raise KeyboardInterrupt\n"
+    )
+    args = ("--profile=torch", "--perf-report=out", "--junitxml=j.xml")
+    result = pytester.runpytest_subprocess(*BASE, *args)  # in-process, the interrupt would stop this test
+    result.stdout.fnmatch_lines(
+        ["test_toy.py .", "note: not profiled: the session ended before the profiles of toy/reference", "*1 passed*"]
+    )
+    names = [case.get("name") for case in ElementTree.parse(pytester.path / "j.xml").iter("testcase")]
+    assert names == ["test_toy[reference]"]  # its reports were logged
+    (entry,) = json.loads((pytester.path / "out" / "run.json").read_text())["benchmarks"]
+    assert entry["name"] == "toy/reference" and entry["extra_info"]["profile"] is None
+
+
 SHORT_OF_SPEEDUP = """
 from toy_workload import Toy
 from trainperf import Optimization

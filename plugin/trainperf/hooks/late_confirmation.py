@@ -100,6 +100,7 @@ class LateConfirmation:
         """After the last item, the held items run again, then the cases to profile are profiled. An
         interrupt, in the loop or in those runs, propagates as pytest's own would; the cases still held
         are named at the end (``unjudged``), the reports kept for a profile are logged without one."""
+        profiled = False
         try:
             result = yield
             if not (session.shouldfail or session.shouldstop):
@@ -112,7 +113,11 @@ class LateConfirmation:
                 from trainperf.hooks.attach_profile import attach_late
 
                 attach_late(self.session, self.to_profile, self.unlogged)
+                profiled = True
         finally:
+            if self.unlogged and not profiled and self.session is not None:
+                cases = ", ".join(case.result.key for case in self.to_profile)
+                self.session.note(f"not profiled: the session ended before the profiles of {cases}")
             for item, reports in self.unlogged:
                 _log(item, reports)
             self.unlogged.clear()
