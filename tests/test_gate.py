@@ -352,3 +352,11 @@ def test_a_failed_time_on_a_host_that_set_the_pace_is_not_judged_but_its_work_is
         assert policy._time(dataclasses.replace(figures, device_type="cpu")).passed is False
         work = {check.name: check.passed for check in policy.judge(figures, update_baselines=False)}
         assert work[checks.CheckName.WORK] is True and work[checks.CheckName.KERNEL_TIME] is True
+        # on that host a 5% GPU slowdown, or 5% more ATen ops, still fails the case: on its work
+        counted = figures.measurement.work[0]
+        slower = {**counted, "kernel_ms": counted["kernel_ms"] * 1.05}
+        more_ops = {**counted, "ops": round(counted["ops"] * 1.05)}
+        for moved, name in ((slower, checks.CheckName.KERNEL_TIME), (more_ops, checks.CheckName.WORK)):
+            measured = dataclasses.replace(figures.measurement, work=[moved])
+            judged = policy.judge(dataclasses.replace(figures, measurement=measured), update_baselines=False)
+            assert {check.name: check.passed for check in judged}[name] is False, (case, name)
