@@ -646,6 +646,18 @@ def test_xdist_workers_updating_baselines_at_once_lose_no_entry(toy_suite) -> No
     pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=2)  # both gate against what was kept
 
 
+@pytest.mark.slow
+def test_xdist_workers_without_a_report_folder_show_their_cases(toy_suite) -> None:
+    """The controller's summary shows every worker's cases, which they sent with their results."""
+    pytest.importorskip("xdist", reason="pytest-xdist not installed")
+    pytester = toy_suite()
+    result = pytester.runpytest(*BASE, "-n", "2")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*trainperf: the xdist workers' cases*", "*case*ms/iter*verdict", "*toy/*", "*toy/*"])
+    assert "baseline ms" not in result.stdout.str()  # no baseline: the summary leaves out its empty columns
+    assert not list(pytester.path.glob("run*.json"))  # no report folder: nothing written
+
+
 def test_gpu_per_worker_needs_a_gpu_for_each_worker(toy_suite) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
     result = toy_suite().runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker", "--perf-report=out")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import torch
 
     from trainperf.measure.fresh_process import Children
+    from trainperf.record.document import RunDocument
     from trainperf.record.session import PerfSession
 
 
@@ -33,6 +34,7 @@ class LazySession:
         self.session: PerfSession | None = None
         self.merged_lines: list[str] = []  # the xdist controller's summary of what its workers ran
         self.baselines_before: dict[Path, dict[str, dict[str, Any]]] | None = None  # the controller's, to merge
+        self.worker_documents: list[RunDocument] = []  # the controller's: what workers sent without --perf-report
 
     def get(self) -> PerfSession:
         if self.session is None:

@@ -105,6 +105,14 @@ def pytest_configure_node(node: Any) -> None:
         xdist.hand_out_claims(node.config, node.workerinput)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller, as each worker ends: the run document it sent, for the summary."""
+    lazy = node.config.stash.get(SESSION_KEY, None)
+    if lazy is not None and (document := xdist.received_run(node)) is not None:
+        lazy.worker_documents.append(document)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     xdist.clean_up(config)
     if SIGTERM_KEY in config.stash:
@@ -227,15 +235,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                               "the others keep their stored entries")  # fmt: skip
         if not publish(lazy.session):  # the baselines could not be written: the usage status, as for a bad file
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        xdist.send_run(session.config, lazy.session)
         if lazy.session.launch is not None:
             from trainperf.measure.distributed import leave_group
 
             leave_group()
     elif xdist.is_controller(session.config):
-        from trainperf.hooks.publish import merge_workers, merged_changes
+        from trainperf.hooks.publish import merge_workers, merged_changes, merged_summary
 
         if lazy.settings.report is not None:
             lazy.merged_lines = merge_workers(Path(lazy.settings.report))
+        elif lazy.worker_documents:
+            from trainperf.record.document import merge
+
+            lazy.merged_lines = merged_summary(merge(lazy.worker_documents))
         if lazy.baselines_before is not None:
             report = lazy.settings.report
             lazy.merged_lines += merged_changes(lazy.baselines_before, lazy.settings.baseline_dir, report)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,8 +116,7 @@ def _not_written(perf: PerfSession, error: Exception, run_file: Path | None) -> 
 def merge_workers(report: Path) -> list[str]:
     """The controller of xdist workers: their run documents merged into run.json, and the report; the
     lines that tell the terminal what the workers ran."""
-    from trainperf.record.document import cases_frame, load, merge
-    from trainperf.report.tables import display_cases
+    from trainperf.record.document import load, merge
 
     found = workers.worker_files(report)
     if not found:
@@ -125,8 +125,15 @@ def merge_workers(report: Path) -> list[str]:
     path = report / workers.RUN_FILE
     path.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
     names = ", ".join(p.name for p in found)
-    table = display_cases(cases_frame(merged["benchmarks"])).to_string(index=False).splitlines()
     notes = [f"run documents of {len(found)} workers ({names}) merged into {path}", write_report(path)]
+    return merged_summary(merged, notes)
+
+
+def merged_summary(merged: dict[str, Any], notes: Sequence[str] = ()) -> list[str]:
+    """The workers' cases table as one session's summary shows it, then every note once."""
+    from trainperf.report.terminal import cases_text
+
+    table = cases_text(merged["benchmarks"]).splitlines() if merged["benchmarks"] else []
     return table + ["note: " + note for note in [*merged["notes"], *notes]]
 
 

@@ -1,22 +1,30 @@
-"""pytest-xdist with ``--perf-gpu-per-worker``: the controller hands each worker the folder where GPUs are
-claimed; a worker claims one (``workers.claim_gpu``) and runs on that GPU's share of the cores."""
+"""pytest-xdist: with ``--perf-gpu-per-worker`` the controller hands each worker the folder where GPUs are
+claimed, and a worker claims one (``workers.claim_gpu``) and runs on that GPU's share of the cores.
+Without --perf-report a worker sends its run document to the controller with its results (xdist's
+``workeroutput``), so the controller's summary shows every worker's cases."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
 from trainperf.config.settings import Settings
 from trainperf.measure import workers
 
+if TYPE_CHECKING:
+    from trainperf.record.document import RunDocument
+    from trainperf.record.session import PerfSession
+
 CLAIMS_KEY = pytest.StashKey[str]()  # the controller's folder of GPU claims
 CLAIM_KEY = pytest.StashKey[IO[str]]()  # a worker's held GPU claim
 CLAIMS_INPUT = "trainperf_gpu_claims"
+RUN_OUTPUT = "trainperf_run"  # a worker's run document, as JSON text, in its workeroutput
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -51,3 +59,24 @@ def clean_up(config: pytest.Config) -> None:
     claims = config.stash.get(CLAIMS_KEY, None)
     if claims is not None:
         shutil.rmtree(claims, ignore_errors=True)
+
+
+def send_run(config: pytest.Config, perf: PerfSession) -> None:
+    """A worker's run document for the controller, where no --perf-report folder holds the workers' files."""
+    from trainperf.record.document import run_document
+
+    output = getattr(config, "workeroutput", None)
+    if output is not None and perf.settings.report is None:
+        output[RUN_OUTPUT] = json.dumps(run_document(perf))
+
+
+def received_run(node: Any) -> RunDocument | None:
+    """The run document a finished worker sent (``send_run``), named as its file would be; None if it sent
+    none (it crashed, ran no case, or wrote its file under --perf-report)."""
+    from trainperf.record.document import RunDocument
+
+    text = getattr(node, "workeroutput", {}).get(RUN_OUTPUT)
+    if text is None:
+        return None
+    name = workers.run_file({"PYTEST_XDIST_WORKER": node.workerinput["workerid"]})
+    return RunDocument(Path(name), json.loads(text))
