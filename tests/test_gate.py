@@ -360,3 +360,26 @@ def test_a_failed_time_on_a_host_that_set_the_pace_is_not_judged_but_its_work_is
             measured = dataclasses.replace(figures.measurement, work=[moved])
             judged = policy.judge(dataclasses.replace(figures, measurement=measured), update_baselines=False)
             assert {check.name: check.passed for check in judged}[name] is False, (case, name)
+
+
+def test_times_measured_beside_other_xdist_workers_are_not_judged_but_the_work_is() -> None:
+    """Under -n N without a GPU a worker, each case's time counts the other workers' cases: its time and
+    kernel time are notes, its work still fails it, and a missing baseline still fails a strict run."""
+    figures = _captured_figures("gpt2/batch_x2", "cpu", [], "h200_gpt2_slow_host.run.json")
+    alone = {check.name: check.passed for check in policy.judge(figures, update_baselines=False)}
+    assert alone[checks.CheckName.TIME] is False  # this run's time fails it where it ran alone
+    counted = figures.measurement.work[0]
+    more = {**counted, "kernel_ms": counted["kernel_ms"] * 1.05, "ops": round(counted["ops"] * 1.05)}
+    shared = dataclasses.replace(figures, measurement=dataclasses.replace(figures.measurement, work=[more]))
+    shared = dataclasses.replace(shared, workers_at_once=2)
+    judged = {check.name: check for check in policy.judge(shared, update_baselines=False)}
+    time, kernel_time = judged[checks.CheckName.TIME], judged[checks.CheckName.KERNEL_TIME]
+    assert time.passed is None and kernel_time.passed is None
+    assert time.message.startswith("gpt2/batch_x2: time not judged beside other workers (slower than baseline: ")
+    assert kernel_time.message.startswith("gpt2/batch_x2: kernel time not judged beside other workers (")
+    assert judged[checks.CheckName.WORK].passed is False
+    assert policy.measured_again(list(judged.values()), has_baseline=True, device_type="cpu") == {}
+    assert not policy.accepted(list(judged.values()), "pass", calibrate=True)  # no history from such a time
+    no_file = {c.name: c.passed for c in policy.judge(dataclasses.replace(shared, stored=None), update_baselines=False)}
+    assert no_file[checks.CheckName.TIME] is False  # strict: the file lacks the case, whoever shares the host
+    assert "2 pytest-xdist workers train cases at once" in policy.workers_note(2)

@@ -635,11 +635,12 @@ def test_xdist_workers_write_their_own_run_documents_and_the_controller_merges_t
 
 
 @pytest.mark.slow
-def test_xdist_workers_updating_baselines_at_once_lose_no_entry(toy_suite) -> None:
-    """Two workers rewrite the same device file at the same time: the lock keeps both cases."""
+def test_xdist_workers_updating_baselines_at_once_lose_no_entry(toy_suite, monkeypatch) -> None:
+    """Two workers, a GPU each, rewrite the same device file at the same time: the lock keeps both cases."""
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # two GPUs by name: the toy cases run on the CPU
     pytester = toy_suite()
-    pytester.runpytest(*BASE, "-n", "2", *RECORD_ONCE).assert_outcomes(passed=2)
+    pytester.runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker", *RECORD_ONCE).assert_outcomes(passed=2)
     files = list((pytester.path / "bl").glob("*.json"))
     assert len(files) == 1
     assert sorted(json.loads(files[0].read_text())["cases"]) == ["toy/reference", "toy/variant"]
@@ -656,6 +657,32 @@ def test_xdist_workers_without_a_report_folder_show_their_cases(toy_suite) -> No
     result.stdout.fnmatch_lines(["*trainperf: the xdist workers' cases*", "*case*ms/iter*verdict", "*toy/*", "*toy/*"])
     assert "baseline ms" not in result.stdout.str()  # no baseline: the summary leaves out its empty columns
     assert not list(pytester.path.glob("run*.json"))  # no report folder: nothing written
+
+
+@pytest.mark.slow
+def test_xdist_workers_sharing_the_host_leave_the_time_unjudged_and_cannot_record(toy_suite) -> None:
+    """Workers sharing the host's cores: a case's time is a note however slow it ran, said once for all
+    workers, and a recording is refused before any worker starts."""
+    pytest.importorskip("xdist", reason="pytest-xdist not installed")
+    pytester = toy_suite()
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
+    slowed = toy_suite(variant_sleep_ms=30)  # a fourfold slowdown of toy/variant, which alone would fail
+    result = slowed.runpytest(*BASE, "-n", "2", "--perf-confirmations=0")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*trainperf: the xdist workers' cases*",
+            "*case*ms/iter*verdict",
+            "*toy/*pass",
+            "*toy/*pass",
+            "note: time, speedup and kernel time not judged: 2 pytest-xdist workers train cases at once *",
+        ]
+    )
+    assert result.stdout.str().count("not judged: 2 pytest-xdist workers") == 1  # one note for both workers
+    assert not list(slowed.path.glob("run*.json"))  # no report folder: nothing written
+    refused = slowed.runpytest(*BASE, "-n", "2", "--update-baselines")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: --update-baselines under pytest-xdist: 2 workers would record times *"])
 
 
 def test_gpu_per_worker_needs_a_gpu_for_each_worker(toy_suite) -> None:
@@ -845,9 +872,10 @@ def test_calibration_adds_every_judged_case_to_the_history_failed_ones_too(toy_s
 
 
 @pytest.mark.slow
-def test_xdist_update_merges_every_workers_changes_into_one_table_and_the_terminal(toy_suite) -> None:
+def test_xdist_update_merges_every_workers_changes_into_one_table_and_the_terminal(toy_suite, monkeypatch) -> None:
     pytest.importorskip("xdist", reason="pytest-xdist not installed")
-    result = toy_suite().runpytest(*BASE, "-n", "2", "--update-baselines", "--perf-report=out")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # two GPUs by name: the toy cases run on the CPU
+    result = toy_suite().runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker", "--update-baselines", "--perf-report=out")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["baselines written to */bl/cpu-*.json:"])
     result.stdout.fnmatch_lines(["  toy/reference: new -> * ms, runs *, detects *.*%"])

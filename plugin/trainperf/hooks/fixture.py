@@ -6,6 +6,7 @@ the case under a profiler, ``session`` keeps the record that every report reads.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from trainperf.hooks.late_confirmation import ConfirmLater, LateConfirmation
 from trainperf.hooks.publish import record_case, save_progress
 from trainperf.judge import checks, policy, recording, stats
 from trainperf.judge.checks import CheckName
-from trainperf.measure import fresh_process, time_limit
+from trainperf.measure import fresh_process, time_limit, workers
 from trainperf.measure.errors import first_line
 from trainperf.measure.measurement import Measurement, combined
 from trainperf.measure.runner import free_memory, run_case
@@ -370,6 +371,7 @@ class TrainPerf:
             device_type=spec.device.type,
             strict=session.settings.strict and not session.settings.update_baselines,
             stored_work=session.stored_work(spec.key),
+            workers_at_once=workers.workers_at_once(os.environ, session.settings.gpu_per_worker),
         )
         judged = policy.judge(figures, update_baselines=session.settings.update_baselines)
         return CaseResult(

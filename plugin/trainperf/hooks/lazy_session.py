@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from trainperf.config.settings import Settings
-from trainperf.measure import launcher
+from trainperf.measure import launcher, workers
 from trainperf.profile.child import ChildRun
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ class LazySession:
         return self.session
 
     def _start(self) -> PerfSession:
+        from trainperf.judge.policy import workers_note
         from trainperf.measure import device as devices
         from trainperf.record.session import PerfSession
 
@@ -58,6 +59,8 @@ class LazySession:
         session.children = self._children(chosen)  # before profiling: its children run the same way
         if self.twin_only:
             session.note("--profile belongs to another plugin here: use --perf-profile for trainperf")
+        if (count := workers.workers_at_once(os.environ, self.settings.gpu_per_worker)) > 1:
+            session.note(workers_note(count))
         if self.settings.profile != "off" and self.child is None:
             self._set_up_profiling(session, chosen)
         return session

@@ -79,6 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
         child_run = ChildRun(Path(child), bool(torch_trace), measure)
     xdist.set_up(settings, config)
     if child_run is None and not hasattr(config, "workerinput"):  # the session's own process, not a worker
+        xdist.refuse_shared_recording(settings, config)
         config.stash[SIGTERM_KEY] = SigtermAsInterrupt()  # installed once the session has cases
         if settings.confirmations > 0 or settings.profile != "off":
             # -x and --maxfail stop at a failure as it is reported: a profiled case's profile comes at once then

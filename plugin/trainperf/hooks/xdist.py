@@ -31,6 +31,26 @@ def is_controller(config: pytest.Config) -> bool:
     return config.pluginmanager.hasplugin("dsession")
 
 
+def planned_workers(config: pytest.Config) -> int:
+    """The workers pytest-xdist starts for this run (its -n or --tx), 0 where it distributes nothing."""
+    if getattr(config.option, "dist", "no") == "no":
+        return 0
+    specs = getattr(config.option, "tx", None) or []
+    return sum(int(spec.split("*", 1)[0]) if "*" in spec else 1 for spec in specs)
+
+
+def refuse_shared_recording(settings: Settings, config: pytest.Config) -> None:
+    """A recording under -n N without a GPU a worker would store times measured beside the other workers'
+    cases, which later runs alone would judge against: a usage error, before any worker starts."""
+    count = planned_workers(config)
+    if settings.update_baselines and not settings.gpu_per_worker and count > 1:
+        raise pytest.UsageError(
+            f"--update-baselines under pytest-xdist: {count} workers would record times measured at once on "
+            "this host's cores and GPU; record without -n, or give each worker a GPU of its own "
+            "(--perf-gpu-per-worker)"
+        )
+
+
 def set_up(settings: Settings, config: pytest.Config) -> None:
     """A worker claims its GPU before CUDA starts; the controller clears earlier runs' worker files."""
     claims = getattr(config, "workerinput", {}).get(CLAIMS_INPUT)

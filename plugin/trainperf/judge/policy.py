@@ -34,6 +34,9 @@ MEASURED_AGAIN = frozenset({CheckName.TIME, CheckName.SPEEDUP, CheckName.KERNEL_
 # (research/evidence/h200-accuracy-draws.md)
 MEASURED_AGAIN_ON_GPU = MEASURED_AGAIN | {CheckName.ACCURACY}
 REFERENCE_AGAIN = frozenset({CheckName.SPEEDUP})
+# not judged where other pytest-xdist workers train cases on the same cores and GPU at once (-n N without
+# --perf-gpu-per-worker): each of these times counts the other workers' work too; the work does not
+NOT_JUDGED_BESIDE_WORKERS = {CheckName.TIME: "time", CheckName.SPEEDUP: "speedup", CheckName.KERNEL_TIME: "kernel time"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +56,7 @@ class Figures:
     device_type: str
     strict: bool
     stored_work: Sequence[Mapping[str, Any]] = ()  # the work counted in each recorded run
+    workers_at_once: int = 1  # pytest-xdist workers training cases on this host's cores and GPU at once
 
     @property
     def floor(self) -> float:
@@ -170,10 +174,32 @@ CHECKS: Mapping[CheckName, Callable[[Figures], Check | None]] = {
 def judge(figures: Figures, *, update_baselines: bool) -> list[Check]:
     """Every check of the case, after the policy."""
     found = [check for run in CHECKS.values() if (check := run(figures)) is not None]
+    if figures.workers_at_once > 1:
+        found = [beside_other_workers(figures, check) for check in found]
     noted = set(NOTED_WHEN_RECORDING) if update_baselines else set()
     if any(check.name == CheckName.CLOCKS for check in found):
         noted |= NOTED_WHEN_THROTTLED
     return [as_note(check) if check.name in noted else check for check in found]
+
+
+def beside_other_workers(f: Figures, check: Check) -> Check:
+    """A time, speedup or kernel time measured while other pytest-xdist workers trained cases on the same
+    cores and GPU: not judged, its figures kept in the message. A time without a stored baseline keeps its
+    check: what is missing is the file's, not the clock's."""
+    what = NOT_JUDGED_BESIDE_WORKERS.get(check.name)
+    if what is None or check.passed is None or (check.name == CheckName.TIME and f.stored is None):
+        return check
+    figures = check.message.removeprefix(f"{f.key}: ")
+    return Check(check.name, None, f"{f.key}: {what} not judged beside other workers ({figures})")
+
+
+def workers_note(count: int) -> str:
+    """The session's note where ``count`` pytest-xdist workers share this host's cores and GPU."""
+    return (
+        f"time, speedup and kernel time not judged: {count} pytest-xdist workers train cases at once on this "
+        "host's cores and GPU, so each time counts the other workers' work too; accuracy, work and host calls "
+        "are judged (--perf-gpu-per-worker gives each worker a GPU of its own)"
+    )
 
 
 def again_on(device_type: str) -> frozenset[CheckName]:

@@ -27,6 +27,14 @@ def worker_id(environ: Mapping[str, str]) -> str | None:
     return environ.get("PYTEST_XDIST_WORKER")
 
 
+def workers_at_once(environ: Mapping[str, str], gpu_per_worker: bool) -> int:
+    """How many pytest-xdist workers train cases on this process's cores and GPU at once: 1 outside xdist
+    and with a GPU each (--perf-gpu-per-worker), else the run's worker count."""
+    if gpu_per_worker or worker_id(environ) is None:
+        return 1
+    return int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
 def run_file(environ: Mapping[str, str]) -> str:
     worker = worker_id(environ)
     return RUN_FILE if worker is None else f"run-{worker}.json"
