@@ -410,3 +410,17 @@ def test_the_summary_shows_the_work_counted_on_a_gpu() -> None:
     text = cases_text(json.loads((DATA / "h200_work_examples_aa.run.json").read_text())["benchmarks"])
     assert "ops/syncs" in text and "kernels (ms)" in text
     assert re.search(r"denoiser/reference .* 231/3 +262 \(6\.14\) ", text)
+
+
+def test_compare_leaves_out_a_figure_neither_run_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two CPU runs count no kernels: their columns go; a figure one run has stays, blank on the other side."""
+    cpu = json.loads((DATA / "h200_work_examples_aa.run.json").read_text())
+    for case in cpu["benchmarks"]:
+        work = case["extra_info"]["work"][0]
+        work.update(kernels=None, kernel_ms=None)
+    (tmp_path / "cpu.json").write_text(json.dumps(cpu))
+    assert main(["compare", str(tmp_path / "cpu.json"), str(tmp_path / "cpu.json")]) == 0
+    header = capsys.readouterr().out.splitlines()[2]
+    assert "A ops" in header and "kernel" not in header
+    assert main(["compare", str(tmp_path / "cpu.json"), str(DATA / "h200_work_examples_spin.run.json")]) == 0
+    assert re.search(r"A kernel ms\s+B kernel ms", capsys.readouterr().out)

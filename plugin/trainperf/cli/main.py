@@ -136,13 +136,13 @@ def _report(documents: list[RunDocument], output: Path) -> int:
 def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
     """Per case: median ms before and after, the change, host calls, ATen ops, kernel ms, synchronizations
     and kernels per iteration, speedups and verdicts; a case in one only shows blanks on the other side,
-    as does a run that counted none of a figure."""
+    as does a run that counted none of a figure. A figure neither run has (kernels on a CPU) is left out."""
     columns = ["case", "median_ms", "host_calls", "ops", "kernel_ms", "syncs", "kernels", "speedup", "verdict"]
     old = cases_frame(merged_cases([before]))[columns]
     new = cases_frame(merged_cases([after]))[columns]
     both = old.merge(new, on="case", how="outer", suffixes=(" A", " B"), sort=False)
     change = both["median_ms B"] / both["median_ms A"] - 1.0
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "case": both["case"],
             "A ms": both["median_ms A"].map(_number),
@@ -164,6 +164,9 @@ def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
             "B verdict": both["verdict B"].fillna("(absent)"),
         }
     )
+    blank = {column for column in table if not table[column].astype(bool).any()}
+    pairs = [(f"A {figure}", f"B {figure}") for figure in ("calls", "ops", "kernel ms", "syncs", "kernels", "speedup")]
+    return table.drop(columns=[column for pair in pairs if set(pair) <= blank for column in pair])
 
 
 def _calibrate(documents: list[RunDocument], directory: Path) -> int:
