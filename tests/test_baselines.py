@@ -37,8 +37,8 @@ def test_update_writes_merges_and_reports_changes(tmp_path: Path) -> None:
     assert second[0].delta == pytest.approx(0.1)
     assert set(baselines.load(path)) == {"w/a", "w/b"}
     assert baselines.format_changes(second) == [
-        "w/a: 10.000 ms -> 11.000 ms (+10.0%), detects 10.0% -> 10.0%",
-        "w/b: new -> 5.000 ms, detects 10.0%",
+        "w/a: 10.000 ms -> 11.000 ms (+10.0%), threshold 10.0% -> 10.0%",
+        "w/b: new -> 5.000 ms, threshold 10.0%",
     ]
 
 
@@ -59,7 +59,7 @@ def test_changes_show_each_recorded_run_so_that_a_stray_run_stands_out(tmp_path:
     (change,) = baselines.update(path, "dev", {"r/amp": recorded})
     assert change.new_median_ms == pytest.approx(43.9767, abs=1e-4)
     assert baselines.format_changes([change]) == [
-        "r/amp: new -> 43.977 ms, runs 70.220, 31.360, 30.350 ms, detects 415.7%"
+        "r/amp: new -> 43.977 ms, runs 70.220, 31.360, 30.350 ms, threshold 415.7%"
     ]  # t(0.99, 2 df) 6.965 x 51.7% (the runs' spread) x sqrt(1 + 1/3): blind to all but gross slowdowns
 
 
@@ -72,7 +72,7 @@ def test_a_re_recording_says_how_many_accepted_runs_of_its_history_it_dropped(tm
     assert change.dropped_history_runs == 2
     assert "history_ms" not in baselines.load(path)["w/a"]
     assert baselines.format_changes([change]) == [
-        "w/a: 10.000 ms -> 10.500 ms (+5.0%), detects 12.7% -> 10.0%; 2 accepted runs of its history dropped: "
+        "w/a: 10.000 ms -> 10.500 ms (+5.0%), threshold 12.7% -> 10.0%; 2 accepted runs of its history dropped: "
         "its noise is measured from this recording until --perf-history adds nights again"
     ]
 
@@ -92,7 +92,8 @@ def test_a_recording_whose_iterations_spread_widely_shows_the_slowdown_it_lets_t
     spread = (12.0 - 8.0) / 1.349 / 10.0  # IQR / 1.349 / median of each run's iterations
     assert change.new_detects == pytest.approx(scipy_stats.t.ppf(0.99, 2) * spread * (4 / 3) ** 0.5)
     assert baselines.format_changes([change]) == [
-        f"w/a: 10.000 ms -> 10.000 ms (+0.0%), runs 10.000, 10.000, 10.000 ms, detects 3.0% -> {change.new_detects:.1%}"
+        "w/a: 10.000 ms -> 10.000 ms (+0.0%), runs 10.000, 10.000, 10.000 ms, "
+        f"threshold 3.0% -> {change.new_detects:.1%}"
     ]
 
 
@@ -101,7 +102,7 @@ def test_history_added_to_an_entry_drops_nothing() -> None:
     new = {"w/a": {**entry(10.0), "history_ms": [10.2, 9.9]}}
     (change,) = baselines.changes_between(old, new)
     assert change.dropped_history_runs == 0
-    assert baselines.format_changes([change]) == ["w/a: 10.000 ms -> 10.000 ms (+0.0%), detects 10.0% -> 12.7%"]
+    assert baselines.format_changes([change]) == ["w/a: 10.000 ms -> 10.000 ms (+0.0%), threshold 10.0% -> 12.7%"]
 
 
 @pytest.mark.parametrize(
@@ -332,9 +333,9 @@ def test_changes_between_two_loads_name_new_changed_and_removed_cases() -> None:
         ("w/new", None, 2.0),
     ]
     assert baselines.format_changes(changes) == [
-        "w/a: 10.000 ms -> 11.000 ms (+10.0%), detects 10.0% -> 10.0%",
+        "w/a: 10.000 ms -> 11.000 ms (+10.0%), threshold 10.0% -> 10.0%",
         "w/gone: 1.000 ms -> removed",
-        "w/new: new -> 2.000 ms, detects 10.0%",
+        "w/new: new -> 2.000 ms, threshold 10.0%",
     ]
 
 

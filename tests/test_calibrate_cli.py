@@ -143,8 +143,9 @@ def test_each_case_whose_threshold_moved_is_printed_with_the_one_trainperf_noise
     before, after = calibrated_h200(H200_RUN, tmp_path)
     printed = capsys.readouterr().out.splitlines()
     old, new = noise_frame(before).set_index("case"), noise_frame(after).set_index("case")
-    moved = sorted(name for name in after if old.loc[name, "detects"] != new.loc[name, "detects"])
+    moved = sorted(name for name in after if old.loc[name, "threshold"] != new.loc[name, "threshold"])
     assert moved, "the captured run moves no threshold: the test would prove nothing"
     assert printed[-len(moved) - 1].endswith(f"{len(moved)} case(s) with a new threshold")
     for line, name in zip(printed[-len(moved) :], moved, strict=True):
-        assert line.startswith(f"  {name}: detects {old.loc[name, 'detects']:.1%} -> {new.loc[name, 'detects']:.1%}")
+        before, after = old.loc[name, "threshold"], new.loc[name, "threshold"]
+        assert line.startswith(f"  {name}: threshold {before:.1%} -> {after:.1%}")

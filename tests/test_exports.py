@@ -80,7 +80,7 @@ def test_github_action_benchmark_export_splits_smaller_and_bigger_is_better(case
     assert {entry["unit"] for entry in bigger} == {"tokens/s", "%"}
     first = next(entry for entry in smaller if entry["unit"] == "ms")
     assert first["value"] == pytest.approx(cases[0]["extra_info"]["summary_ms"]["median"])
-    assert "verdict: " in first["extra"] and "detects: " not in first["extra"]  # this run predates detects
+    assert "verdict: " in first["extra"] and "threshold: " not in first["extra"]  # this run predates thresholds
 
 
 def test_the_export_command_writes_the_files_and_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,14 +101,14 @@ def test_a_run_of_this_version_exports_each_unit_and_what_each_case_detects() ->
     jsonschema.validate(smaller + bigger, CUSTOM_SCHEMA)
     jsonschema.validate(exports.bencher(cases), BMF_SCHEMA)
     assert {entry["unit"] for entry in bigger} == {"images/s", "tokens/s", "%"}
-    assert all("detects: " in entry["extra"] for entry in smaller if entry["unit"] == "ms")
+    assert all("threshold: " in entry["extra"] for entry in smaller if entry["unit"] == "ms")
 
 
 def test_each_tooltip_gives_the_slowdown_caught_nine_times_in_ten_beside_the_threshold() -> None:
     cases = document.load(CPU_EXAMPLES_RUN).cases
     smaller, _ = exports.github_action_benchmark(cases)
     times = [entry for entry in smaller if entry["unit"] == "ms"]
-    assert times and all("detects: " in e["extra"] and "caught 9 in 10: " in e["extra"] for e in times)
+    assert times and all("threshold: " in e["extra"] and "caught 9/10: " in e["extra"] for e in times)
 
 
 def test_the_exported_range_is_the_summarys_plus_or_minus() -> None:

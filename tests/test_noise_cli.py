@@ -32,11 +32,11 @@ def test_each_case_says_what_set_its_threshold_widest_first() -> None:
         "fallback: fewer than 3 runs",
         "floor",
     ]
-    assert frame["detects"][0] == pytest.approx(6.965 * (4 / 1.349 / 10) * (4 / 3) ** 0.5, rel=1e-3)  # IQR 8-12 ms
-    assert frame["detects"].tolist()[2:] == [pytest.approx(0.10), pytest.approx(0.03)]
-    assert frame["detects"][1] == pytest.approx(6.965 * 0.0909 * (4 / 3) ** 0.5, rel=1e-3)  # t(0.99, 2) x stdev
-    assert frame["9 in 10"][1] == pytest.approx(frame["detects"][1] + 1.632 * 0.0909, rel=1e-3)  # z(0.9 ** 0.5)
-    assert frame["9 in 10"].isna().tolist() == [False, False, True, False]  # unknown without measured noise
+    assert frame["threshold"][0] == pytest.approx(6.965 * (4 / 1.349 / 10) * (4 / 3) ** 0.5, rel=1e-3)  # IQR 8-12 ms
+    assert frame["threshold"].tolist()[2:] == [pytest.approx(0.10), pytest.approx(0.03)]
+    assert frame["threshold"][1] == pytest.approx(6.965 * 0.0909 * (4 / 3) ** 0.5, rel=1e-3)  # t(0.99, 2) x stdev
+    assert frame["caught 9/10"][1] == pytest.approx(frame["threshold"][1] + 1.632 * 0.0909, rel=1e-3)  # z(0.9 ** 0.5)
+    assert frame["caught 9/10"].isna().tolist() == [False, False, True, False]  # unknown without measured noise
     assert frame["host work"].isna().tolist() == [False, True, True, True]  # only the case whose GPU waited
     assert frame["host work"][0] == pytest.approx(0.03)  # three equal counts: the floor
     calibrated = {"w/busy_host": {**cases["w/busy_host"], "history_ms": [10.0, 10.0, 10.0]}}
@@ -76,5 +76,5 @@ def test_a_threshold_change_is_listed_with_its_runs_and_an_unchanged_or_removed_
     }
     lines = threshold_changes(before, after)
     assert len(lines) == 2
-    assert lines[0] == "w/new: detects - -> 10.0% (- -> 1 runs)"
-    assert lines[1].startswith("w/widened: detects 3.0% -> ") and lines[1].endswith("(3 -> 4 runs)")
+    assert lines[0] == "w/new: threshold - -> 10.0% (- -> 1 runs)"
+    assert lines[1].startswith("w/widened: threshold 3.0% -> ") and lines[1].endswith("(3 -> 4 runs)")

@@ -45,8 +45,8 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
     first.stdout.fnmatch_lines(
         [
             "baselines written to *",
-            "  toy/reference: new -> * ms, runs *, *, * ms, detects *.*%",
-            "  toy/variant: new -> * ms, runs *, detects *.*%",
+            "  toy/reference: new -> * ms, runs *, *, * ms, threshold *.*%",
+            "  toy/variant: new -> * ms, runs *, threshold *.*%",
         ]
     )
     stored = json.loads(baseline_file(pytester).read_text())
@@ -61,7 +61,7 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
 
     second = pytester.runpytest(*BASE, *RECORD_ONCE, "--perf-report=out")
     second.stdout.fnmatch_lines(
-        ["  toy/reference: * ms -> * ms (*%), detects *.*% -> 10.0%", "note: baseline changes written to out/*"]
+        ["  toy/reference: * ms -> * ms (*%), threshold *.*% -> 10.0%", "note: baseline changes written to out/*"]
     )  # one run: the fallback threshold
     body = (pytester.path / "out" / "baseline-changes.md").read_text()  # the refresh pull request's body
     assert f"in `{baseline_file(pytester).name}`:" in body
@@ -69,7 +69,7 @@ def test_update_writes_file_and_prints_diff_then_gate_passes(toy_suite) -> None:
         r"\| toy/reference +\| +\d+\.\d{3} +\| +\d+\.\d{3} +\| [+-]\d+\.\d% .*\| \d+\.\d% -> 10\.0% +\|", body
     )
     assert body.endswith(
-        "*detects*: the smallest slowdown the gate fails at the entry's measured noise and the "
+        "*threshold*: the smallest slowdown the gate fails at the entry's measured noise and the "
         "default floor (a case's own `slowdown_floor` raises it).\n"
     )
 
@@ -878,11 +878,11 @@ def test_xdist_update_merges_every_workers_changes_into_one_table_and_the_termin
     result = toy_suite().runpytest(*BASE, "-n", "2", "--perf-gpu-per-worker", "--update-baselines", "--perf-report=out")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["baselines written to */bl/cpu-*.json:"])
-    result.stdout.fnmatch_lines(["  toy/reference: new -> * ms, runs *, detects *.*%"])
-    result.stdout.fnmatch_lines(["  toy/variant: new -> * ms, runs *, detects *.*%"])
+    result.stdout.fnmatch_lines(["  toy/reference: new -> * ms, runs *, threshold *.*%"])
+    result.stdout.fnmatch_lines(["  toy/variant: new -> * ms, runs *, threshold *.*%"])
     table = (Path("out") / "baseline-changes.md").read_text()  # pytester runs in its own folder
     assert "| toy/reference" in table and "| toy/variant" in table
-    assert table.count("*detects*:") == 1  # said once, under every worker's table
+    assert table.count("*threshold*:") == 1  # said once, under every worker's table
 
 
 INTERRUPTED = """

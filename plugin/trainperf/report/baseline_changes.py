@@ -9,8 +9,8 @@ from pathlib import Path
 from trainperf.store.baselines import Change, detects_listed, runs_listed
 
 FILE = "baseline-changes.md"
-DETECTS = (
-    "*detects*: the smallest slowdown the gate fails at the entry's measured noise and the default floor "
+THRESHOLD = (
+    "*threshold*: the smallest slowdown the gate fails at the entry's measured noise and the default floor "
     "(a case's own `slowdown_floor` raises it)."
 )
 
@@ -25,7 +25,7 @@ def changes_markdown(changes: list[Change], baseline_file: Path, device: str) ->
             "new median ms": ["removed" if c.new_median_ms is None else f"{c.new_median_ms:.3f}" for c in changes],
             "change": ["" if c.delta is None else f"{c.delta:+.1%}" for c in changes],
             "runs ms": [runs_listed(c) for c in changes],
-            "detects": [detects_listed(c) for c in changes],
+            "threshold": [detects_listed(c) for c in changes],
         }
     )
     return (
@@ -34,8 +34,8 @@ def changes_markdown(changes: list[Change], baseline_file: Path, device: str) ->
 
 
 def changes_document(sections: list[str]) -> str:
-    """The file's text: each baseline file's table, then what *detects* means."""
-    return "\n".join([*sections, DETECTS]) + "\n"
+    """The file's text: each baseline file's table, then what *threshold* means."""
+    return "\n".join([*sections, THRESHOLD]) + "\n"
 
 
 def write_changes(changes: list[Change], baseline_file: Path, device: str, directory: Path) -> Path:

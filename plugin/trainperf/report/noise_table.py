@@ -22,17 +22,17 @@ from trainperf.store import baselines
 
 
 def noise_frame(cases: Mapping[str, Mapping[str, Any]], floor: float = checks.DEFAULT_FLOOR) -> pd.DataFrame:
-    """One row per case, widest ``detects`` first (the cases the gate protects least): the runs recorded
+    """One row per case, widest ``threshold`` first (the cases the gate protects least): the runs recorded
     and accepted since, their center, the run medians' and the iterations' spread, the slowdown the gate
-    fails (``detects``, caught half the time) and the one it catches nine times in ten, what set the
+    fails (``threshold``, caught half the time) and the one it catches nine times in ten (``caught 9/10``), what set the
     first, and the rise in host calls it fails where it judges them."""
     rows = [_row(name, entry, floor) for name, entry in cases.items()]
     columns = [
-        "case", "runs", "accepted", "center ms", "run spread", "iteration spread", "detects", "9 in 10",
+        "case", "runs", "accepted", "center ms", "run spread", "iteration spread", "threshold", "caught 9/10",
         "set by", "host work",
     ]  # fmt: skip
     frame = pd.DataFrame(rows, columns=columns)
-    return frame.sort_values(["detects", "case"], ascending=[False, True], kind="stable", ignore_index=True)
+    return frame.sort_values(["threshold", "case"], ascending=[False, True], kind="stable", ignore_index=True)
 
 
 def _row(name: str, entry: Mapping[str, Any], floor: float) -> list[Any]:
@@ -77,8 +77,8 @@ def render(frame: pd.DataFrame) -> str:
             "center ms": frame["center ms"].map(lambda v: f"{v:.3f}"),
             "run spread": frame["run spread"].map(lambda v: "" if pd.isna(v) else f"{v:.1%}"),
             "iteration spread": frame["iteration spread"].map(lambda v: f"{v:.1%}"),
-            "detects": frame["detects"].map(lambda v: f"{v:.1%}"),
-            "9 in 10": frame["9 in 10"].map(lambda v: "" if pd.isna(v) else f"{v:.1%}"),
+            "threshold": frame["threshold"].map(lambda v: f"{v:.1%}"),
+            "caught 9/10": frame["caught 9/10"].map(lambda v: "" if pd.isna(v) else f"{v:.1%}"),
             "host work": frame["host work"].map(lambda v: "" if pd.isna(v) else f"+{v:.1%}"),
         }
     )
@@ -98,7 +98,7 @@ def threshold_changes(
         if old_detects == detects:
             continue
         old = "-" if old_detects is None else f"{old_detects:.1%}"
-        lines.append(f"{name}: detects {old} -> {detects:.1%} ({old_runs or '-'} -> {runs} runs)")
+        lines.append(f"{name}: threshold {old} -> {detects:.1%} ({old_runs or '-'} -> {runs} runs)")
     return lines
 
 

@@ -319,12 +319,12 @@ def format_changes(changes: list[Change]) -> list[str]:
         new = "removed" if change.new_median_ms is None else f"{change.new_median_ms:.3f} ms"
         delta = "" if change.delta is None else f" ({change.delta:+.1%})"
         runs = f", runs {runs_listed(change)} ms" if len(change.new_runs_ms) > 1 else ""
-        caught = f", detects {detects_listed(change)}" if change.new_detects is not None else ""
+        caught = f", threshold {detects_listed(change)}" if change.new_detects is not None else ""
         lines.append(f"{change.case}: {old} -> {new}{delta}{runs}{caught}{_dropped_text(change.dropped_history_runs)}")
     return lines
 
 
-# what a case's detects adds where its time is not judged until calibrated (trainperf noise says it too)
+# what a case's threshold adds where its time is not judged until calibrated (trainperf noise says it too)
 AWAITS = "its time awaits calibration: its GPU waited for the host"
 
 
