@@ -424,3 +424,13 @@ def test_compare_leaves_out_a_figure_neither_run_has(tmp_path: Path, capsys: pyt
     assert "A ops" in header and "kernel" not in header
     assert main(["compare", str(tmp_path / "cpu.json"), str(DATA / "h200_work_examples_spin.run.json")]) == 0
     assert re.search(r"A kernel ms\s+B kernel ms", capsys.readouterr().out)
+
+
+def test_a_report_leaves_out_the_columns_no_case_of_a_workload_fills(tmp_path: Path) -> None:
+    """An H100 run from before the work counters: no ops, kernels or 9-in-10 column in its table; an
+    H200 run that counted them shows them."""
+    assert main(["report", str(RUNS[0]), "-o", str(tmp_path / "old")]) == 0
+    header = next(line for line in (tmp_path / "old" / "report.md").read_text().splitlines() if "| case" in line)
+    assert "ms/iter" in header and "ops/syncs" not in header and "caught 9/10" not in header
+    assert main(["report", str(DATA / "h200_work_examples_aa.run.json"), "-o", str(tmp_path / "new")]) == 0
+    assert "ops/syncs" in (tmp_path / "new" / "report.md").read_text()

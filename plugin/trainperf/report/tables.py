@@ -15,8 +15,9 @@ def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
     """The cases table as text (``document.cases_frame`` gives the figures): median ± IQR, baseline, the
     slowdown beyond which the gate fails the case at its measured noise (``threshold``) and the one it
     catches nine times in ten, speedup, throughput, MFU, data wait, accuracy, memory, compile time,
-    verdict. ``LEGEND`` says what the short headers mean."""
-    return pd.DataFrame(
+    verdict; without the columns no case fills (a first run has no baseline, a CPU no kernels).
+    ``LEGEND`` says what the short headers mean."""
+    table = pd.DataFrame(
         {
             "case": frame["case"],
             "ms/iter (± IQR)": [f"{m:.3f} ± {q:.3f}" for m, q in zip(frame["median_ms"], frame["iqr_ms"], strict=True)],
@@ -41,6 +42,7 @@ def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
             "verdict": frame["verdict"],
         }
     )
+    return table[[column for column in table if table[column].astype(bool).any()]]
 
 
 def top_table(rows: list[dict[str, Any]], unit: str, full_names: bool = True) -> pd.DataFrame:

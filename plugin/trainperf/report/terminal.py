@@ -18,10 +18,8 @@ FEW = 3  # cases a note names before it counts the rest
 
 
 def cases_text(entries: Sequence[Mapping[str, Any]]) -> str:
-    """The cases table as the summary prints it, without the columns no case fills (a first run has no
-    baseline), then a legend of the short headers it shows."""
+    """The cases table as the summary prints it, then a legend of the short headers it shows."""
     table = display_cases(cases_frame(entries))
-    table = table[[column for column in table if column == "case" or any(table[column])]]
     legend = [f"{column}: {text}" for column, text in LEGEND.items() if column in table]
     return "\n".join([str(table.to_string(index=False)), *(f"  {line}" for line in legend)])
 
