@@ -299,6 +299,17 @@ def test_the_summary_names_the_cases_whose_time_awaits_calibration_once() -> Non
     assert "(denoiser/reference, denoiser/amp_bf16)" in note and "gpt2/reference" not in note
     assert terminal.host_paced_note([busy]) is None  # type: ignore[list-item]
     assert tables.detects_text(None, 0.03) == "host +3.0%" and tables.detects_text(0.12, 0.03) == "12.0%; host +3.0%"
+    assert tables.detects_text(0.459, 0.03, 0.03) == "45.9%; host +3.0%; kernels +3.0%"
+
+
+def test_the_summary_names_the_kernel_time_rise_that_fails_a_case_beside_its_time_threshold() -> None:
+    """An H200 A/A run of the examples: a launch-bound case judged at 45.9% on its time still fails on a
+    3% rise in its GPU kernel time, and the summary's threshold says so."""
+    from trainperf.report import terminal
+
+    run = document.load(Path(__file__).parent / "data" / "h200_counter2_examples_aa.run.json")
+    row = next(line for line in terminal.cases_text(run.cases).splitlines() if "text_classifier/amp_bf16" in line)
+    assert "45.9%; host +3.0%; kernels +3.0%" in row
 
 
 def test_a_case_whose_gpu_was_busy_where_recorded_is_judged_on_its_time() -> None:

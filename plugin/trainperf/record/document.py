@@ -312,6 +312,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "min_detectable": info.get("min_detectable_slowdown"),
                 "caught_9_in_10": info.get("slowdown_caught_9_in_10"),
                 "min_detectable_host_work": info.get("min_detectable_host_work"),
+                "min_detectable_kernel_time": info.get("min_detectable_kernel_time"),
                 "ops": work.get("ops"),
                 "syncs": work.get("syncs"),
                 "kernels": work.get("kernels"),

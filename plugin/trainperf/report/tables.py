@@ -24,8 +24,13 @@ def display_cases(frame: pd.DataFrame) -> pd.DataFrame:
             "baseline ms": ["" if pd.isna(v) else f"{v:.3f}" for v in frame["baseline_ms"]],
             "vs baseline": ["" if pd.isna(v) else f"{v:+.1%}" for v in frame["delta"]],
             "threshold": [
-                detects_text(t, w)
-                for t, w in zip(frame["min_detectable"], frame["min_detectable_host_work"], strict=True)
+                detects_text(t, w, k)
+                for t, w, k in zip(
+                    frame["min_detectable"],
+                    frame["min_detectable_host_work"],
+                    frame["min_detectable_kernel_time"],
+                    strict=True,
+                )
             ],
             "caught 9/10": [percent(v) for v in frame["caught_9_in_10"]],
             "speedup": ["" if pd.isna(s) else f"{s:.2f}x" for s in frame["speedup"]],
@@ -71,7 +76,8 @@ def top_table(rows: list[dict[str, Any]], unit: str, full_names: bool = True) ->
 # what the summary's short headers mean, printed under the table for the columns it shows
 LEGEND = {
     "threshold": "the slowdown against the baseline beyond which the case fails, at its measured noise "
-    "(host: the rise in host calls per iteration, where the GPU waits for the host)",
+    "(host: the rise in host calls per iteration, where the GPU waits for the host; kernels: the rise in GPU "
+    "kernel time per iteration)",
     "caught 9/10": "the slowdown caught nine times in ten",
     "speedup": "throughput (samples/s) over the workload's reference case in this run, so cases of other "
     "batch sizes compare",
@@ -81,13 +87,14 @@ LEGEND = {
 }
 
 
-def detects_text(slowdown: float | None, host_work: float | None) -> str:
-    """'36.3%', or '36.3%; host +3.0%' for a case also judged on its host calls per iteration ('host +3.0%'
-    where its time is not judged)."""
-    text = percent(slowdown)
-    if host_work is None or pd.isna(host_work):
-        return text
-    return f"{text}; host +{host_work:.1%}" if text else f"host +{host_work:.1%}"
+def detects_text(slowdown: float | None, host_work: float | None, kernel_time: float | None = None) -> str:
+    """'36.3%', then '; host +3.0%' for a case also judged on its host calls per iteration and '; kernels
+    +3.0%' for one judged on its GPU kernel time ('host +3.0%' alone where its time is not judged)."""
+    parts = [percent(slowdown)]
+    for name, rise in (("host", host_work), ("kernels", kernel_time)):
+        if rise is not None and not pd.isna(rise):
+            parts.append(f"{name} +{rise:.1%}")
+    return "; ".join(part for part in parts if part)
 
 
 def work_text(count: float | None, second: float | None, form: str) -> str:
