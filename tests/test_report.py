@@ -434,3 +434,20 @@ def test_a_report_leaves_out_the_columns_no_case_of_a_workload_fills(tmp_path: P
     assert "ms/iter" in header and "ops/syncs" not in header and "caught 9/10" not in header
     assert main(["report", str(DATA / "h200_work_examples_aa.run.json"), "-o", str(tmp_path / "new")]) == 0
     assert "ops/syncs" in (tmp_path / "new" / "report.md").read_text()
+
+
+def test_a_workload_that_no_case_speeds_up_names_its_reference_as_its_best(tmp_path: Path) -> None:
+    """Three LSTM cases of a CPU run, the two optimizations slower than the reference (0.97x, 0.90x): the
+    headline's best case is the reference, the profiled view beside it is not called the best, and a
+    verdict no case has is not coloured."""
+    run = json.loads((DATA / "cpu_examples.run.json").read_text())
+    kept = ("lstm_lm/reference", "lstm_lm/amp_bf16", "lstm_lm/tf32")
+    run["benchmarks"] = [case for case in run["benchmarks"] if case["name"] in kept]
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    assert main(["report", str(tmp_path / "run.json"), "-o", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "report.md").read_text()
+    assert re.search(r"\| lstm_lm\s+\| lstm_lm/reference\s+\| 1\.00x", page)
+    assert "### lstm_lm/amp_bf16: fastest after the reference (0.97x the reference)" in page
+    assert "best (0.97x" not in page
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<span class='pass'>3 pass</span>" in html and "<span>0 fail</span>" in html
