@@ -91,6 +91,8 @@ class TrainPerf:
         for check in result.checks:
             if check.name == CheckName.CLOCKS or check.noted:
                 self.session.note(check.message)
+        for knob in measurement.unapplied:
+            self.session.note(f"{result.key}: {knob}")
         if measurement.sample_unit == "images":
             self.session.details.append(lines.training_log_line(entry))
         if measurement.communication is not None:

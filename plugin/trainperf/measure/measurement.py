@@ -38,6 +38,7 @@ class Measurement:
     # wall seconds of each phase of the (first) run: build, flops (its count, with the first batch's fetch),
     # evaluate (both held-out passes), warmup, timed, count; where a case's time in the session goes
     phase_s: dict[str, float] = field(default_factory=dict)
+    unapplied: list[str] = field(default_factory=list)  # the case's knobs that changed nothing, each with why
 
     @property
     def gpu_busy_share(self) -> float | None:

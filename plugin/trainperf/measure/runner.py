@@ -21,7 +21,7 @@ from trainperf.measure import host_speed, host_work, work
 from trainperf.measure.host_steal import StealWatch
 from trainperf.measure.measurement import Measurement
 from trainperf.measure.phases import PhaseRanges, phase_marker
-from trainperf.measure.steps import autocast, backend_settings, fetcher, prepare_model, stepper
+from trainperf.measure.steps import autocast, backend_settings, fetcher, prepare_model, stepper, unapplied_knobs
 from trainperf.measure.timing import PhaseClock, synchronize, timed, warm_up
 from trainperf.spec.case import CaseSpec
 from trainperf.spec.optimization import Optimization
@@ -123,6 +123,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None, trace: Path | 
         host_fetch_calls=list(calls.fetches),
         work=[] if counted is None else [counted.as_dict()],
         phase_s=phase.seconds,
+        unapplied=unapplied_knobs(training, device, optimization),
     )
 
 

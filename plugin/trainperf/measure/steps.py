@@ -1,6 +1,6 @@
 """How a case's optimization reaches the training step: the model's device, layout and data-parallel
 wrapper; the batch's copy to the device; forward, backward and optimizer with autocast, compile,
-accumulation and loss scaling, each an NVTX phase."""
+accumulation and loss scaling, each an NVTX phase; and the knobs that change nothing in a training."""
 
 from __future__ import annotations
 
@@ -44,6 +44,39 @@ def prepare_model(training: Training, device: torch.device, optimization: Optimi
 
         model = data_parallel(model, device, optimization.ddp, training)
     return model.train()
+
+
+def unapplied_knobs(training: Training, device: torch.device, optimization: Optimization) -> list[str]:
+    """The case's knobs that change nothing in this training, each with why. The data-path knobs reach
+    the batches only through a DataLoader the workload builds with ``loader_settings`` (the runner
+    cannot apply them to batches it is handed), and channels_last lays out 4-D weights and inputs only.
+    A case whose knob did nothing would be timed, judged and recorded as what it is not."""
+    found = []
+    asked: dict[str, object] = {"num_workers": optimization.num_workers}
+    if device.type == "cuda":  # pinned memory is for copies to a GPU: loader_settings drops it elsewhere
+        asked["pin_memory"] = optimization.pin_memory
+    asked = {knob: value for knob, value in asked.items() if value}
+    batches = training.batches
+    if asked and not isinstance(batches, torch.utils.data.DataLoader):
+        found.append(
+            f"{_knobs_text(asked)} not applied: the batches are a {type(batches).__name__}, not a DataLoader "
+            "built with loader_settings(optimization, device)"
+        )
+    elif asked:
+        missed = {knob: value for knob, value in asked.items() if getattr(batches, knob) != value}
+        if missed:
+            built = {knob: getattr(batches, knob) for knob in missed}
+            found.append(
+                f"{_knobs_text(missed)} not applied: the DataLoader was built with {_knobs_text(built)}; "
+                "build it with loader_settings(optimization, device)"
+            )
+    if optimization.channels_last and not any(p.dim() == 4 for p in training.model.parameters()):
+        found.append("channels_last changes nothing: the model has no 4-D weight to lay out")
+    return found
+
+
+def _knobs_text(knobs: dict[str, object]) -> str:
+    return ", ".join(f"{knob}={value}" for knob, value in knobs.items())
 
 
 def autocast(device: torch.device, optimization: Optimization) -> contextlib.AbstractContextManager[Any]:
