@@ -2,6 +2,7 @@
 
 import itertools
 
+import pytest
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -50,3 +51,12 @@ def test_channels_last_on_a_model_without_a_4d_weight_is_named() -> None:
         "channels_last changes nothing: the model has no 4-D weight to lay out"
     ]
     assert unapplied_knobs(_training(nn.Conv2d(3, 4, 3), _loader()), CPU, layout) == []
+
+
+def test_knobs_that_need_another_knob_are_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"graphs: compile_mode='reduce-overhead' is torch.compile's: set compile"):
+        Optimization("graphs", compile_mode="reduce-overhead")
+    with pytest.raises(ValueError, match="scaled: grad_scaler scales the loss of a reduced-precision autocast"):
+        Optimization("scaled", grad_scaler=True)
+    Optimization("graphs", compile=True, compile_mode="reduce-overhead")
+    Optimization("scaled", amp_dtype="float16", grad_scaler=True)

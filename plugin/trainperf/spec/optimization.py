@@ -70,6 +70,10 @@ class Optimization:
             raise ValueError(f"{self.name}: num_workers must be >= 0")
         if self.compile_mode not in COMPILE_MODES:
             raise ValueError(f"{self.name}: compile_mode must be one of {COMPILE_MODES}, got {self.compile_mode!r}")
+        if self.compile_mode != "default" and not self.compile:
+            raise ValueError(f"{self.name}: compile_mode={self.compile_mode!r} is torch.compile's: set compile=True")
+        if self.grad_scaler and self.amp_dtype is None:
+            raise ValueError(f"{self.name}: grad_scaler scales the loss of a reduced-precision autocast: set amp_dtype")
         if self.slowdown_floor is not None and not 0 < self.slowdown_floor <= MAX_SLOWDOWN_FLOOR:
             raise ValueError(
                 f"{self.name}: slowdown_floor must be above 0 and at most {MAX_SLOWDOWN_FLOOR:.0%} (the gate measures "
