@@ -1,6 +1,9 @@
-"""A workload's ``evaluate()`` that returns something other than a number is named in the error."""
+"""A workload's mistakes are named in the error: an ``evaluate()`` that returns something other than a
+number, batches that run out."""
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 import torch
@@ -24,4 +27,19 @@ class TextMetric(Toy):
 def test_evaluate_returning_text_is_named_as_the_cause() -> None:
     spec = CaseSpec(TextMetric(), Optimization("reference"), torch.device("cpu"), "tiny", 1, 2)
     with pytest.raises(TypeError, match=r"evaluate\(\) returned 'not a number', not a number: it must return"):
+        run_case(spec)
+
+
+class FewBatches(Toy):
+    """The toy, with three batches in all."""
+
+    def build(self, device: torch.device, size: str, optimization: Optimization) -> Training:
+        built = super().build(device, size, optimization)
+        built.batches = list(itertools.islice(built.batches, 3))
+        return built
+
+
+def test_batches_that_run_out_are_named_as_the_cause() -> None:
+    spec = CaseSpec(FewBatches(), Optimization("reference"), torch.device("cpu"), "tiny", 1, 5)
+    with pytest.raises(RuntimeError, match=r"the batches ran out after 3: Training.batches must be endless"):
         run_case(spec)

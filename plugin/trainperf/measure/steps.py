@@ -107,10 +107,20 @@ def fetcher(
 
         batches = SideStreamCopies(batches, device, move)  # already on the device: move() leaves them be
 
+    fetched = 0
+
     def fetch() -> tuple[Batch, float]:
+        nonlocal fetched
         with mark("data"):
             start = time.perf_counter()
-            host_batch = next(batches)
+            try:
+                host_batch = next(batches)
+            except StopIteration:
+                raise RuntimeError(
+                    f"the batches ran out after {fetched}: Training.batches must be endless (a DataLoader over an "
+                    "endless sampler, itertools.cycle): warm-up, timed and counted iterations all take one"
+                ) from None
+            fetched += 1
             waited = time.perf_counter() - start
             if slice_for_rank is not None:
                 host_batch = slice_for_rank(host_batch)
