@@ -40,6 +40,9 @@ def case_key(workload: str, optimization: str) -> str:
     return f"{workload}/{optimization}"
 
 
+WORKLOAD_PARTS = ("name", "metric", "iterations", "build")  # what the Workload protocol asks of one
+
+
 @dataclass(frozen=True)
 class Ladder:
     """A workload and its cases, the reference first: each speedup is over that reference, measured in
@@ -49,6 +52,13 @@ class Ladder:
     cases: Sequence[Optimization]
 
     def __post_init__(self) -> None:
+        missing = [part for part in WORKLOAD_PARTS if not hasattr(self.workload, part)]
+        if missing:
+            kind = type(self.workload).__name__
+            raise TypeError(
+                f"{kind} is not a trainperf Workload: it lacks {', '.join(missing)} (a workload has "
+                f"{', '.join(WORKLOAD_PARTS)})"
+            )
         names = [case.name for case in self.cases]
         if not names or names[0] != REFERENCE:
             raise ValueError(f"{self.workload.name}: a ladder starts with its {REFERENCE!r} case, got {names[:1]}")
