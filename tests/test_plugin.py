@@ -544,7 +544,7 @@ def test_profile_torch_attaches_each_cases_top5_to_terminal_junit_and_run_docume
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "toy/reference: Top-5 operators of one iteration (* ms), torch.profiler *, * s to profile (a share of 2 *)",
+            "toy/reference: Top-5 operators of one iteration (* ms), torch.profiler *, * s to profile (its part of 2*)",
             "*#*operator*phase*calls*ms*share",
             "   1 * *.* *%",  # its top operator: an ATen op, or an innermost event such as autograd's detach
             "toy/variant: Top-5 operators*",
@@ -1003,6 +1003,9 @@ def test_profile_cases_failed_profiles_only_the_cases_that_failed_in_one_child(t
     assert not (root / "toy-reference").exists()  # a case that passed costs no trace
     assert "2 passed" in (root / "torch.log").read_text()  # one child ran both failed cases' nodes
     assert all((root / name / "trace.json").is_file() for name in ("toy-shuffled", "toy-shuffled_too"))
+    for key, name in (("toy/shuffled", "toy-shuffled"), ("toy/shuffled_too", "toy-shuffled_too")):
+        own = json.loads((root / name / "child.json").read_text())["seconds"]  # its part of the child
+        assert 0 < own <= profiles[key]["seconds"]
     cases = {case.get("name"): case for case in ElementTree.parse(pytester.path / "junit.xml").iter("testcase")}
     for name in ("test_toy[shuffled]", "test_toy[shuffled_too]"):
         found = {p.get("name"): p.get("value") for p in cases[name].iter("property")}

@@ -317,3 +317,33 @@ def test_one_ncu_child_profiles_every_case_and_each_gets_its_own_kernels_points(
     assert (
         failed.error == f"ncu: the child process ran no marked iteration of {jobs[1].nodeid} (log: {root / 'ncu.log'})"
     )
+
+
+class ChildThatTimesItsCases:
+    """A backend whose child writes each case's mark with the seconds it spent on it."""
+
+    name = "fake"
+    reads_trace = False
+
+    def __init__(self, seconds: dict[str, float]) -> None:
+        self.seconds = seconds
+
+    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+        for one in batch.jobs:
+            if one.nodeid in self.seconds:
+                (one.out_dir / "child.json").write_text(f'{{"seconds": {self.seconds[one.nodeid]}}}')
+        return [ProfileError("no capture") for _ in batch.jobs]
+
+
+def test_each_case_is_charged_its_own_part_of_the_child_and_a_share_of_the_rest(tmp_path: Path) -> None:
+    """A costly case shows as costly in a batch, and a mark an earlier child left counts for nothing."""
+    jobs = [Job(f"t.py::t[{case}]", tmp_path, tmp_path / case, 60.0) for case in ("stack", "tf32", "stale")]
+    for one in jobs:
+        one.out_dir.mkdir()
+    stale = jobs[2].out_dir / "child.json"
+    stale.write_text('{"seconds": 500.0}')
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    found = profile_cases(ChildThatTimesItsCases({"t.py::t[stack]": 150.0, "t.py::t[tf32]": 6.0}), jobs)
+    stack, tf32, earlier = (case.seconds for case in found)
+    assert stack - tf32 == pytest.approx(144.0) and tf32 - earlier == pytest.approx(6.0)
+    assert earlier >= 0 and all(case.batch == 3 for case in found)

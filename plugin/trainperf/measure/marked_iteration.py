@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from pathlib import Path
 
 import torch
@@ -35,6 +36,7 @@ def run_marked_iteration(spec: CaseSpec, root: Path, torch_profiler: bool) -> No
 
 
 def _warm_then_marked(spec: CaseSpec, out_dir: Path, torch_profiler: bool) -> None:
+    started = time.perf_counter()
     seed_everything()
     device = spec.device
     with backend_settings(spec.optimization):
@@ -46,7 +48,9 @@ def _warm_then_marked(spec: CaseSpec, out_dir: Path, torch_profiler: bool) -> No
             torch.cuda.empty_cache()  # ncu saves and restores the memory a replayed kernel may touch: less of it
         with _case_range(device, spec.key):
             marked_iteration(case, device, out_dir, torch_profiler, cuda_profiler=True)
-    info = {"samples_per_iteration": case.training.samples_per_iteration, "device": str(device)}
+    # the case's own part of the child (build, warm-up, the marked iteration and a profiler's replays of it)
+    seconds = time.perf_counter() - started
+    info = {"samples_per_iteration": case.training.samples_per_iteration, "device": str(device), "seconds": seconds}
     (out_dir / CHILD_INFO).write_text(json.dumps(info), encoding="utf-8")
 
 

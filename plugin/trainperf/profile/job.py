@@ -7,6 +7,7 @@ or pandas.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -131,3 +132,16 @@ def require_child_ran(job: Job, log: Path | None = None) -> None:
     if not (job.out_dir / CHILD_INFO).is_file():
         where = f"log: {log}" if log is not None else f"log in {job.out_dir}"
         raise ProfileError(f"the child process ran no marked iteration of {job.nodeid} ({where})")
+
+
+def own_seconds(job: Job, since: float) -> float:
+    """The seconds the child spent on this job's case alone (its ``CHILD_INFO``), where a child wrote it at
+    or after ``since`` (wall clock); 0 where none did (a case profiled from the test process's trace)."""
+    info = job.out_dir / CHILD_INFO
+    try:
+        if info.stat().st_mtime < since:
+            return 0.0
+        seconds = json.loads(info.read_text(encoding="utf-8")).get("seconds", 0.0)
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else 0.0

@@ -12,7 +12,7 @@ from pathlib import Path
 from trainperf.profile import tools
 from trainperf.profile.backend import Backend, Profile
 from trainperf.profile.child import TRACE, case_folder
-from trainperf.profile.job import Batch, Job, ProfileError
+from trainperf.profile.job import Batch, Job, ProfileError, own_seconds
 from trainperf.profile.ncu import NcuProfiler
 from trainperf.profile.nsys import NsysProfiler
 from trainperf.profile.torchprof import TorchProfiler
@@ -20,7 +20,8 @@ from trainperf.profile.torchprof import TorchProfiler
 
 @dataclass
 class CaseProfile:
-    """A case's profile, or why it has none; ``seconds`` is its share of what profiling its batch cost."""
+    """A case's profile, or why it has none; ``seconds`` is what profiling it cost: its own part of its
+    batch's child, and an equal share of the rest (the child's start and exit, reading its reports)."""
 
     seconds: float
     out_dir: Path
@@ -100,17 +101,18 @@ def choose_backend(
 
 def profile_cases(backend: Backend, jobs: Sequence[Job]) -> list[CaseProfile]:
     """Run the backend on the jobs at once; each error becomes that case's profile note. Each case is
-    given an equal share of the time."""
-    started = time.perf_counter()
+    given its own part of the child's time and an equal share of the rest, so the costly case shows."""
+    started, since = time.perf_counter(), time.time()
     try:
         found = backend.profile(Batch(tuple(jobs)))
     except Exception as error:  # a profiler's surprise must not fail a case: it becomes its note
         where = jobs[0].out_dir.parent if len(jobs) > 1 else jobs[0].out_dir
         found = [ProfileError(f"{type(error).__name__}: {error} (files in {where})")] * len(jobs)
-    share = (time.perf_counter() - started) / len(jobs)
+    own = [own_seconds(job, since) for job in jobs]
+    share = max(time.perf_counter() - started - sum(own), 0.0) / len(jobs)
     return [
-        CaseProfile(share, job.out_dir, batch=len(jobs), error=f"{backend.name}: {one}")
+        CaseProfile(mine + share, job.out_dir, batch=len(jobs), error=f"{backend.name}: {one}")
         if isinstance(one, ProfileError)
-        else CaseProfile(share, job.out_dir, profile=one, batch=len(jobs))
-        for job, one in zip(jobs, found, strict=True)
+        else CaseProfile(mine + share, job.out_dir, profile=one, batch=len(jobs))
+        for job, one, mine in zip(jobs, found, own, strict=True)
     ]

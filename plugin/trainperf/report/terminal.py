@@ -105,7 +105,7 @@ def profile_lines(key: str, case: CaseProfile) -> list[str]:
     heading = f"{key}: Top-5 {found.unit}s of one iteration ({found.iteration_ms:.2f} ms), {found.tool}"
     heading += f", {case.seconds:.0f} s to profile"
     if case.batch > 1:
-        heading += f" (a share of {case.batch} cases profiled together)"
+        heading += f" (its part of {case.batch} cases profiled together)"
     if found.bottleneck is not None:
         heading += f"\n  {found.bottleneck.verdict}: {found.bottleneck.reason}"
     rows = top_records(case)
