@@ -36,6 +36,18 @@ def job(tmp_path: Path, timeout_s: float = 60.0) -> Job:
     return Job(NODE, tmp_path, tmp_path / "out", timeout_s, 0.1, ("--perf-device=cuda",))
 
 
+def gpt2_jobs(tmp_path: Path, root: Path) -> list[Job]:
+    """gpt2/stack and gpt2/reference to profile in one child, each with its test process's trace."""
+    jobs = [
+        Job(f"perf_tests/test_gpt2.py::test_gpt2[{case}]", tmp_path, case_folder(root, f"gpt2/{case}"), 60.0, 0.1,
+            ("--perf-device=cuda",), trace=DATA / f"gpt2_{case}.trace.json.gz")
+        for case in ("stack", "reference")
+    ]  # fmt: skip
+    for one in jobs:
+        one.out_dir.mkdir(parents=True)
+    return jobs
+
+
 def test_override_variable_wins_and_a_bad_one_is_named(tmp_path: Path) -> None:
     fake = executable(tmp_path / "my-nsys", f"cat {DATA / 'nsys.version'}")
     found = tools.find("nsys", {"TRAINPERF_NSYS": str(fake), "PATH": ""})
@@ -289,13 +301,7 @@ def test_one_ncu_child_profiles_every_case_and_each_gets_its_own_kernels_points(
         'for d in $MARKS; do touch "$d/child.json"; done;; esac',
     )
     root = tmp_path / "profiles"
-    jobs = [
-        Job(f"perf_tests/test_gpt2.py::test_gpt2[{case}]", tmp_path, case_folder(root, f"gpt2/{case}"), 60.0, 0.1,
-            ("--perf-device=cuda",), trace=DATA / f"gpt2_{case}.trace.json.gz")
-        for case in ("stack", "reference")
-    ]  # fmt: skip
-    for one in jobs:
-        one.out_dir.mkdir(parents=True)
+    jobs = gpt2_jobs(tmp_path, root)
     backend = ncu.NcuProfiler(tools.Tool("ncu", fake, "2025.3.1.0"), TorchProfiler("2.11.0"))
     monkeypatch.setenv("MARKS", " ".join(str(one.out_dir) for one in jobs))
     found = profile_cases(backend, jobs)
@@ -347,3 +353,44 @@ def test_each_case_is_charged_its_own_part_of_the_child_and_a_share_of_the_rest(
     stack, tf32, earlier = (case.seconds for case in found)
     assert stack - tf32 == pytest.approx(144.0) and tf32 - earlier == pytest.approx(6.0)
     assert earlier >= 0 and all(case.batch == 3 for case in found)
+
+
+def test_the_case_whose_replays_ncu_saved_in_host_memory_is_named_from_real_logs(tmp_path: Path) -> None:
+    """An H100 child of four GPT-2 cases: ncu said so once, in gpt2/stack's iteration (66 GB of 80); a
+    child of eleven smaller cases never did."""
+    for name, found in (("h100_gpt2_stack_fp8_one_child", "gpt2-stack"), ("h100_bert_gpt2_one_child", None)):
+        log = tmp_path / name / "ncu.log"
+        log.parent.mkdir()
+        log.write_text((DATA / f"{name}.ncu.log").read_text())
+        assert ncu.host_backup_case(log) == found
+    assert ncu.host_backup_case(tmp_path / "missing" / "ncu.log") is None
+
+
+def test_a_case_replayed_from_host_memory_says_so_and_the_others_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note reaches the case whose iteration ncu's message came in, in its profile and run-document
+    entry, and its terminal heading."""
+    from trainperf.record import profile_summary
+    from trainperf.report.terminal import profile_lines
+
+    page = DATA / "gpt2_stack.ncu.csv"
+    fake = executable(
+        tmp_path / "ncu",
+        f'case " $* " in *" --import "*) cat {page};; *) '
+        'echo "trainperf: gpt2/stack: warm-up, then one marked iteration"; '
+        'echo "==WARNING== Backing up device memory in system memory. Kernel replay might be slow."; '
+        'echo ".trainperf: gpt2/reference: warm-up, then one marked iteration"; prev=; '
+        'for a in "$@"; do [ "$prev" = --export ] && touch "$a.ncu-rep"; prev=$a; done; '
+        'for d in $MARKS; do touch "$d/child.json"; done;; esac',
+    )
+    root = tmp_path / "profiles"
+    jobs = gpt2_jobs(tmp_path, root)
+    monkeypatch.setenv("MARKS", " ".join(str(one.out_dir) for one in jobs))
+    backend = ncu.NcuProfiler(tools.Tool("ncu", fake, "2025.3.1.0"), TorchProfiler("2.11.0"))
+    stack, reference = profile_cases(backend, jobs)
+    assert stack.profile is not None and reference.profile is not None
+    assert stack.profile.caveat == ncu.SLOW_REPLAY and reference.profile.caveat is None
+    assert profile_summary.record(stack)["caveat"] == ncu.SLOW_REPLAY
+    assert f"  {ncu.SLOW_REPLAY}" in profile_lines("gpt2/stack", stack)[0].splitlines()
+    assert ncu.SLOW_REPLAY not in "\n".join(profile_lines("gpt2/reference", reference))

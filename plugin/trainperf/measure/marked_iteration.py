@@ -21,14 +21,14 @@ import torch
 from trainperf.measure.runner import Prepared, free_memory, prepare, seed_everything
 from trainperf.measure.steps import backend_settings
 from trainperf.measure.timing import synchronize
-from trainperf.profile.child import CASE_RANGE, CHILD_INFO, MARK, TRACE, case_folder
+from trainperf.profile.child import CASE_RANGE, CASE_STARTS, CHILD_INFO, MARK, TRACE, case_folder
 from trainperf.spec.case import CaseSpec
 
 
 def run_marked_iteration(spec: CaseSpec, root: Path, torch_profiler: bool) -> None:
     """Warm up ``max(warmup, 2)`` iterations, then profile one; writes ``child.json`` (and the trace) in
     the case's folder under ``root``, then frees what the case held for the next one."""
-    print(f"trainperf: {spec.key}: warm-up, then one marked iteration", flush=True)  # the child's log, per case
+    print(CASE_STARTS.format(key=spec.key), flush=True)  # the child's log, per case
     try:
         _warm_then_marked(spec, case_folder(root, spec.key), torch_profiler)
     finally:  # the case's model and tensors went with the call: gone before the child's next case is built

@@ -31,6 +31,7 @@ class Profile:
     files: list[Path] = field(default_factory=list)  # raw reports kept
     unit: str = "kernel"  # "kernel", or "operator" for a CPU run's torch.profiler operators
     configs: pd.DataFrame = field(default_factory=pd.DataFrame)  # the Top-5's launch configurations
+    caveat: str | None = None  # what the tool said of this case's profile that its reader should know
 
 
 class Backend(Protocol):

@@ -14,6 +14,8 @@ TRACE = "trace.json"  # the torch.profiler trace of the marked iteration
 CHILD_INFO = "child.json"  # written by the child when it ran its marked iteration
 MEASUREMENT = "measurement.json"  # written by a child that measured a case
 MEASURE = ("case", "reference")  # what a measuring child measures
+# the line a profiling child prints as it starts a case: its log tells which case a tool's message came in
+CASE_STARTS = "trainperf: {key}: warm-up, then one marked iteration"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from trainperf.profile import roofline as roof
 from trainperf.profile.backend import Backend, Profile
+from trainperf.profile.child import CASE_STARTS, case_folder
 from trainperf.profile.job import Batch, Job, ProfileError, last_line, require_child_ran
 from trainperf.profile.launches import ProfileFormatError, short_name
 from trainperf.profile.ncu_raw import read_ncu_raw
@@ -34,6 +35,12 @@ PIPE_METRICS = tuple(roof.PIPE.format(op) for parts in roof.PIPE_FLOPS.values() 
 CHILD_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 LOOK_ALIKE = (
     "not profiled: another Top-5 kernel has its function name, grid, block and registers; ncu cannot tell them apart"
+)
+# ncu's message (once a process) when the GPU has no room to save what a replayed kernel may overwrite
+HOST_BACKUP = "Backing up device memory in system memory"
+SLOW_REPLAY = (
+    "ncu replayed its kernels from host memory: the GPU had no room beside the case's memory to save what a "
+    "replayed kernel may overwrite, so its profile took longer (its figures are not affected)"
 )
 REGISTERS = "launch__registers_per_thread"  # with grid and block, tells a function's instantiations apart
 LAUNCHES_PER_CONFIG = 1  # profiled launches of each kernel per distinct grid/block/shared-memory shape
@@ -87,8 +94,9 @@ class NcuProfiler:
             return found
         child = Batch(tuple(ready))
         raw = self._raw_page(child, [top.top for top in ready.values()])
+        slow = host_backup_case(child.out_dir / LOG)
         return [
-            self._one(job, ready[job], raw, child) if job in ready else top
+            self._one(job, ready[job], raw, child, slow_replay=slow == job.out_dir.name) if job in ready else top
             for job, top in zip(batch.jobs, found, strict=True)
         ]
 
@@ -109,7 +117,9 @@ class NcuProfiler:
         except ProfileError as error:
             return error
 
-    def _one(self, job: Job, found: Profile, raw: pd.DataFrame | ProfileError, child: Batch) -> Profile | ProfileError:
+    def _one(
+        self, job: Job, found: Profile, raw: pd.DataFrame | ProfileError, child: Batch, slow_replay: bool
+    ) -> Profile | ProfileError:
         """The case's Top-5 with the roofline points of its kernels' launches in the child's raw page."""
         if isinstance(raw, ProfileError):
             return raw
@@ -126,7 +136,25 @@ class NcuProfiler:
             top=with_roofline(found.top, points, look_alikes(found.configs)),
             roofline=points,
             files=[*found.files, report_file(child)],
+            caveat=SLOW_REPLAY if slow_replay else None,
         )
+
+
+def host_backup_case(log: Path) -> str | None:
+    """The folder name of the case in whose marked iteration ncu began to save device memory in host
+    memory (its log says so once, after the child's line for that case); None where it did not."""
+    starts = re.compile(re.escape(CASE_STARTS).replace(re.escape("{key}"), r"(\S+)"))
+    case = None
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if (started := starts.search(line)) is not None:
+            case = started.group(1)
+        elif HOST_BACKUP in line and case is not None:
+            return case_folder(log.parent, case).name
+    return None
 
 
 def report_file(batch: Batch) -> Path:

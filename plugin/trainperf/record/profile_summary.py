@@ -34,4 +34,5 @@ def record(case: CaseProfile) -> dict[str, Any]:
         "top": top_records(case),
         "roofline": [point.as_dict() for point in found.roofline],
         "files": [str(path) for path in [*found.files, *case.files]],
+        "caveat": found.caveat,
     }

@@ -108,6 +108,8 @@ def profile_lines(key: str, case: CaseProfile) -> list[str]:
         heading += f" (its part of {case.batch} cases profiled together)"
     if found.bottleneck is not None:
         heading += f"\n  {found.bottleneck.verdict}: {found.bottleneck.reason}"
+    if found.caveat is not None:
+        heading += f"\n  {found.caveat}"
     rows = top_records(case)
     table = top_table(rows, found.unit, full_names=False)
     reasons = [f"  {rank}. {row['reason']}" for rank, row in enumerate(rows, 1) if row.get("reason")]
