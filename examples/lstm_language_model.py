@@ -7,6 +7,7 @@ Small batches of short sequences: each step launches many small kernels, so its 
 
 from __future__ import annotations
 
+import functools
 import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -104,3 +105,15 @@ amp_bf16 = tf32.but("amp_bf16", amp_dtype="bfloat16")
 no_host_sync = amp_bf16.but("no_host_sync", sync_every_step=False)
 
 LADDER = Ladder(LSTMLanguageModel(), [reference, tf32, amp_bf16, no_host_sync])
+
+
+@functools.cache
+def cpu_runs_bf16_lstm() -> bool:
+    """Whether this CPU runs an LSTM under bf16 autocast: oneDNN, which runs it, fails to create its
+    primitive on a CPU without native bf16 instructions (AVX2 alone), where other bf16 layers run."""
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            nn.LSTM(4, 4)(torch.zeros(1, 1, 4))
+    except RuntimeError:
+        return False
+    return True
