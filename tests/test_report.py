@@ -28,6 +28,7 @@ DATA = Path(__file__).parent / "data"
 RUNS = [DATA / "h100_digits_ncu.run.json", DATA / "h100_gpt2_ncu.run.json"]  # --profile=ncu, H100
 H200_GPT2 = DATA / "h200_gpt2.run.json"  # perf_tests/test_gpt2.py --perf-strict on an H200, every case
 H200_STACK_FP8 = DATA / "h200_gpt2_stack_fp8_ncu.run.json"  # -k stack_fp8 --profile=ncu on an H200
+H100_FP8_ONE_CHILD = DATA / "h100_gpt2_fp8_one_child.run.json"  # stack_fp8, fp8_tensorwise: one ncu child, H100
 PNG = b"\x89PNG\r\n\x1a\n"
 TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody", "tr",
         "th", "td", "div", "img", "ul", "ol", "li", "details", "summary", "code", "span"}  # fmt: skip
@@ -160,6 +161,18 @@ def test_profiles_of_two_devices_keep_their_own_roofline_charts(tmp_path: Path) 
     charts = sorted(path.name for path in (tmp_path / "report-images").glob("*-roofline.png"))
     assert "gpt2-on-NVIDIA-H200-stack_fp8-roofline.png" in charts
     assert "gpt2-on-NVIDIA-H100-80GB-HBM3-reference-roofline.png" in charts
+
+
+def test_a_profile_says_its_share_of_the_child_and_what_ncu_warned_of_on_both_pages(tmp_path: Path) -> None:
+    """An H100 child of two FP8 cases: gpt2/stack_fp8 (49 GB at its peak) was replayed from host memory."""
+    report = build_report([load(H100_FP8_ONE_CHILD)])
+    write_markdown(report, tmp_path)
+    write_html(report, tmp_path)
+    markdown = (tmp_path / "report.md").read_text(encoding="utf-8")
+    heading = markdown.split("### gpt2/stack_fp8: best", 1)[1].split("###", 1)[0]
+    said = "(its part of 2 cases profiled together). ncu replayed its kernels from host memory"
+    assert f"108 s to profile {said}" in heading
+    assert said in " ".join(parsed(tmp_path / "report.html").text)
 
 
 def test_compare_prints_per_case_differences(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

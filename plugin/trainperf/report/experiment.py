@@ -160,6 +160,10 @@ def profile_view(case: Mapping[str, Any], role: str) -> CaseProfileView:
         f"Top-5 {unit}s of one iteration ({profile['iteration_ms']:.2f} ms), {profile['tool']}, "
         f"{profile['seconds']:.0f} s to profile"
     )
+    if profile.get("batch", 1) > 1:
+        summary += f" (its part of {profile['batch']} cases profiled together)"
+    if profile.get("caveat"):
+        summary += f". {profile['caveat']}"
     bottleneck = profile.get("bottleneck")
     verdict = "" if not bottleneck else f"{bottleneck['verdict']}: {bottleneck['reason']}"
     rows = profile["top"]
