@@ -164,7 +164,7 @@ def test_profiles_of_two_devices_keep_their_own_roofline_charts(tmp_path: Path) 
 
 
 def test_a_profile_says_its_share_of_the_child_and_what_ncu_warned_of_on_both_pages(tmp_path: Path) -> None:
-    """An H100 child of two FP8 cases: gpt2/stack_fp8 (49 GB at its peak) was replayed from host memory."""
+    """An H100 child of two FP8 cases: gpt2/stack_fp8 (52 GB at its peak) was replayed from host memory."""
     report = build_report([load(H100_FP8_ONE_CHILD)])
     write_markdown(report, tmp_path)
     write_html(report, tmp_path)

@@ -14,6 +14,7 @@ import pandas as pd
 from trainperf.record.document import RunDocument, cases_frame, merged_cases
 from trainperf.report import charts
 from trainperf.report.headline import Headline, build_headline, speedups
+from trainperf.report.lines import profile_heading
 from trainperf.report.memory_view import MemoryView, memory_table, memory_views
 from trainperf.report.tables import display_cases, top_table
 from trainperf.spec.optimization import REFERENCE
@@ -156,12 +157,7 @@ def profile_view(case: Mapping[str, Any], role: str) -> CaseProfileView:
     if profile.get("error"):
         return CaseProfileView(case["name"], role, f"no profile: {profile['error']}", "", pd.DataFrame())
     unit = profile.get("unit", "kernel")
-    summary = (
-        f"Top-5 {unit}s of one iteration ({profile['iteration_ms']:.2f} ms), {profile['tool']}, "
-        f"{profile['seconds']:.0f} s to profile"
-    )
-    if profile.get("batch", 1) > 1:
-        summary += f" (its part of {profile['batch']} cases profiled together)"
+    summary = profile_heading(profile | {"unit": unit})
     if profile.get("caveat"):
         summary += f". {profile['caveat']}"
     bottleneck = profile.get("bottleneck")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from trainperf.record.result import CPU_BACKEND, CaseEntry
 
@@ -17,6 +18,18 @@ def training_log_line(entry: CaseEntry) -> str:
         f"{entry['name']}: batch_cost {batch_cost:.4f} s, reader_cost {reader_cost:.4f} s "
         f"({info['reader_share']:.1%}), ips {info['samples_per_second']:,.1f} {info['sample_unit']}/s"
     )
+
+
+def profile_heading(profile: Mapping[str, Any]) -> str:
+    """What a profile covers, its tool and what it cost, where the cost is a share of a child that profiled
+    several cases: the heading of its Top-5 in the terminal and the report."""
+    heading = (
+        f"Top-5 {profile['unit']}s of one iteration ({profile['iteration_ms']:.2f} ms), {profile['tool']}, "
+        f"{profile['seconds']:.0f} s to profile"
+    )
+    if profile.get("batch", 1) > 1:
+        heading += f" (its part of {profile['batch']} cases profiled together)"
+    return heading
 
 
 SCALING = {

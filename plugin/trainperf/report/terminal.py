@@ -7,10 +7,11 @@ from typing import Any
 
 from trainperf.judge.checks import CALIBRATION_RUNS
 from trainperf.profile.profiler import CaseProfile
+from trainperf.record import profile_summary
 from trainperf.record.document import cases_frame
-from trainperf.record.profile_summary import top_records
 from trainperf.record.result import CaseResult
 from trainperf.record.session import PerfSession
+from trainperf.report.lines import profile_heading
 from trainperf.report.tables import LEGEND, display_cases, top_table
 from trainperf.store import baselines
 
@@ -99,18 +100,15 @@ def _write_skipped(terminal: Any) -> None:
 
 def profile_lines(key: str, case: CaseProfile) -> list[str]:
     """A heading, the Top-5 table and the roofline reasons, for the terminal."""
-    found = case.profile
-    if found is None:
+    if case.profile is None:
         return [f"{key}: no profile ({case.error})"]
-    heading = f"{key}: Top-5 {found.unit}s of one iteration ({found.iteration_ms:.2f} ms), {found.tool}"
-    heading += f", {case.seconds:.0f} s to profile"
-    if case.batch > 1:
-        heading += f" (its part of {case.batch} cases profiled together)"
-    if found.bottleneck is not None:
-        heading += f"\n  {found.bottleneck.verdict}: {found.bottleneck.reason}"
-    if found.caveat is not None:
-        heading += f"\n  {found.caveat}"
-    rows = top_records(case)
-    table = top_table(rows, found.unit, full_names=False)
+    entry = profile_summary.record(case)
+    heading = f"{key}: {profile_heading(entry)}"
+    if entry["bottleneck"] is not None:
+        heading += f"\n  {entry['bottleneck']['verdict']}: {entry['bottleneck']['reason']}"
+    if entry["caveat"] is not None:
+        heading += f"\n  {entry['caveat']}"
+    rows = entry["top"]
+    table = top_table(rows, entry["unit"], full_names=False)
     reasons = [f"  {rank}. {row['reason']}" for rank, row in enumerate(rows, 1) if row.get("reason")]
     return [heading, *("  " + line for line in table.to_string(index=False).splitlines()), *reasons]
