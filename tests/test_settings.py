@@ -88,3 +88,25 @@ def test_a_time_limit_is_finite_seconds_from_any_source(raw: str) -> None:
     assert resolve(OPTIONS["timeout"], cli="604800").value == 604800.0
     with pytest.raises(SettingError, match="expected a positive number"):
         resolve(OPTIONS["peak_tflops"], cli="inf")
+
+
+@pytest.mark.parametrize("source", ["command line", "environment", "ini", "default"])
+def test_pytest_and_the_trainperf_command_find_the_same_baseline_folder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """``trainperf record`` and ``calibrate`` write where a pytest session started in the same folder reads."""
+    from trainperf.cli.main import _baseline_dir
+    from trainperf.hooks.plugin import SESSION_KEY
+
+    monkeypatch.delenv("TRAINPERF_BASELINE_DIR", raising=False)
+    pytester.makeini("[pytest]\ntrainperf_baseline_dir = from_ini\n" if source == "ini" else "[pytest]\n")
+    monkeypatch.chdir(pytester.mkdir("below"))  # both take a relative folder from the rootdir, not from here
+    args, given = [], None
+    if source == "command line":
+        args, given = ["--baseline-dir=from_cli"], "from_cli"
+    elif source == "environment":
+        monkeypatch.setenv("TRAINPERF_BASELINE_DIR", "from_env")
+    config = pytester.parseconfigure(*args)
+    expected = {"command line": "from_cli", "environment": "from_env", "ini": "from_ini", "default": "baselines"}
+    assert config.stash[SESSION_KEY].settings.baseline_dir == pytester.path / expected[source]
+    assert _baseline_dir(given) == pytester.path / expected[source]

@@ -27,7 +27,7 @@ MAY_IMPORT = {
     "store": {"judge"},
     "record": {"config", "spec", "profile", "measure", "judge", "store"},
     "report": {"spec", "profile", "measure", "judge", "store", "record"},
-    "cli": {"judge", "store", "record", "report"},
+    "cli": {"config", "judge", "store", "record", "report"},
     "adapters": {"spec"},
     "hooks": {"config", "spec", "profile", "measure", "judge", "store", "record", "report"},
     "trainperf": {"spec", "measure", "hooks"},

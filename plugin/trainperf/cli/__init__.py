@@ -1,5 +1,5 @@
 """The ``trainperf`` command: reports, comparisons, exports and calibration from run documents, without
 re-running anything.
 
-May import ``judge``, ``store``, ``record`` and ``report``.
+May import ``config``, ``judge``, ``store``, ``record`` and ``report``.
 """

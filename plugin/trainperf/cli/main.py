@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from trainperf.config.options import SettingError
+from trainperf.config.sources import for_command
 from trainperf.judge import checks
 from trainperf.record.document import RECORDED, RunDocument, RunDocumentError, cases_frame, load, merged_cases
 from trainperf.report import exports
@@ -60,8 +62,8 @@ def _run(argv: Sequence[str] | None) -> int:
     )  # fmt: skip
     calibrate.add_argument("runs", nargs="+", type=Path, help="run.json files")
     calibrate.add_argument(
-        "--baseline-dir", type=Path, default=Path(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines")),
-        help="folder of the per-device baseline files (default: $TRAINPERF_BASELINE_DIR or baselines)",
+        "--baseline-dir", help="folder of the per-device baseline files (default: as pytest resolves it here: "
+        "$TRAINPERF_BASELINE_DIR, else ini trainperf_baseline_dir, else baselines, from the rootdir)",
     )  # fmt: skip
     noise = commands.add_parser(
         "noise", help="print per case of a baseline file its measured noise and the slowdown the gate catches"
@@ -74,13 +76,13 @@ def _run(argv: Sequence[str] | None) -> int:
     )  # fmt: skip
     record.add_argument("run", type=Path, help="the recording's run.json")
     record.add_argument(
-        "--baseline-dir", type=Path, default=Path(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines")),
-        help="folder of the per-device baseline files (default: $TRAINPERF_BASELINE_DIR or baselines)",
+        "--baseline-dir", help="folder of the per-device baseline files (default: as pytest resolves it here: "
+        "$TRAINPERF_BASELINE_DIR, else ini trainperf_baseline_dir, else baselines, from the rootdir)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         if args.command == "record":
-            return _record(load(args.run), args.baseline_dir)
+            return _record(load(args.run), _baseline_dir(args.baseline_dir))
         if args.command == "noise":
             return _noise(args.baseline, args.only)
         if args.command == "summary":
@@ -97,11 +99,16 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.command == "report":
             return _report([load(path) for path in args.runs], args.output)
         if args.command == "calibrate":
-            return _calibrate([load(path) for path in args.runs], args.baseline_dir)
+            return _calibrate([load(path) for path in args.runs], _baseline_dir(args.baseline_dir))
         return _compare(_with_cases(load(args.before)), _with_cases(load(args.after)))
-    except (RunDocumentError, BaselineError) as error:
+    except (RunDocumentError, BaselineError, SettingError) as error:
         print(f"trainperf: {error}", file=sys.stderr)
         return 2
+
+
+def _baseline_dir(given: str | None) -> Path:
+    """The baseline folder: ``--baseline-dir``, else where a pytest session started here would keep it."""
+    return for_command({"baseline_dir": given}).baseline_dir
 
 
 def _record(document: RunDocument, directory: Path) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainperf.config.options import OptionSpec, SettingError
+from trainperf.config.options import MARKER_OPTIONS, OPTIONS, OptionSpec, SettingError, marker_values
 
 UPDATE_RUNS = 3  # independent runs of each case that --update-baselines records
 
@@ -87,6 +87,27 @@ class Settings:
         if self.runs is not None:
             return self.runs
         return UPDATE_RUNS if self.update_baselines else 1
+
+
+@dataclass(frozen=True)
+class CaseOptions:
+    """What one test's case runs with where the session or the test's ``trainperf`` marker sets it; None
+    leaves the workload's own iterations and the default time limit."""
+
+    iters: int | None = None
+    warmup: int | None = None
+    timeout: float | None = None
+
+
+def case_options(settings: Settings, marker_args: tuple[Any, ...], marker_kwargs: Mapping[str, Any]) -> CaseOptions:
+    """The session's value of each marker option (command line, environment, ini), else the marker's;
+    SettingError names a bad marker argument."""
+    marked = marker_values(marker_args, marker_kwargs)
+    found = {}
+    for name in MARKER_OPTIONS:
+        session = getattr(settings, name)
+        found[name] = session if session is not None else resolve(OPTIONS[name], marker=marked.get(name)).value
+    return CaseOptions(**found)
 
 
 def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:

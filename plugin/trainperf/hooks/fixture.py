@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from trainperf.config.settings import CaseOptions
 from trainperf.hooks.late_confirmation import ConfirmLater, LateConfirmation
 from trainperf.hooks.publish import record_case, save_progress
 from trainperf.judge import checks, policy, recording, stats
@@ -37,10 +38,8 @@ class TrainPerf:
 
     session: PerfSession
     nodeid: str
-    marker_iters: int | None
-    marker_warmup: int | None
+    options: CaseOptions  # iterations and time limit the session or the test's marker sets
     record_property: Callable[[str, object], None]
-    marker_timeout: float | None = None
     late: LateConfirmation | None = None  # where a second measurement waits for the end of the session
     # what selects this test in a child pytest: its file's path and its name in it (a node id names a file
     # outside the rootdir as "::name", which pytest refuses); the node id where empty
@@ -135,11 +134,11 @@ class TrainPerf:
             self.record_property(name, value)
 
     def _spec(self, workload: Workload, optimization: Optimization) -> CaseSpec:
-        """The case at this device's size, with its iterations: option > marker > the workload's."""
-        size, settings = self.session.size, self.session.settings
+        """The case at this device's size, with its iterations: the session's or the marker's, else the workload's."""
+        size, options = self.session.size, self.options
         default_warmup, default_iters = workload.iterations(size)
-        warmup = next(x for x in (settings.warmup, self.marker_warmup, default_warmup) if x is not None)
-        iters = next(x for x in (settings.iters, self.marker_iters, default_iters) if x is not None)
+        warmup = default_warmup if options.warmup is None else options.warmup
+        iters = default_iters if options.iters is None else options.iters
         return CaseSpec(workload, optimization, self.session.device, size, warmup, iters)
 
     def _skip_where_unavailable(self, spec: CaseSpec) -> None:
@@ -316,7 +315,7 @@ class TrainPerf:
     def _limit_s(self, spec: CaseSpec) -> float:
         """The case's time limit: --perf-timeout, the marker's, or the default."""
         default = time_limit.default_limit_s(spec.warmup, spec.iters)
-        return next(x for x in (self.session.settings.timeout, self.marker_timeout, default) if x is not None)
+        return default if self.options.timeout is None else self.options.timeout
 
     def _limited(self, spec: CaseSpec) -> Measurement:
         """``run_case(spec)`` under the case's time limit."""

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from trainperf.config.options import OPTIONS, SettingError, marker_values
-from trainperf.config.settings import build_settings, resolve
+from trainperf.config.options import OPTIONS, SettingError
+from trainperf.config.settings import CaseOptions, Settings, case_options
+from trainperf.config.sources import from_pytest
 from trainperf.hooks import xdist
 from trainperf.hooks.late_confirmation import PLUGIN_NAME, LateConfirmation
 from trainperf.hooks.lazy_session import LazySession
@@ -63,13 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{MARKER}(iters=None, warmup=None): per-test timed and warm-up iterations for trainperf cases"
     )
     try:
-        values = {
-            name: resolve(
-                spec, cli=config.getoption(f"trainperf_{name}"), environ=os.environ, ini=str(config.getini(spec.ini))
-            )
-            for name, spec in OPTIONS.items()
-        }
-        settings = build_settings(values, config.rootpath)
+        settings = from_pytest(config)
     except SettingError as error:
         raise pytest.UsageError(str(error)) from None
     child = config.getoption("trainperf_child")
@@ -130,8 +124,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if (sigterm := config.stash.get(SIGTERM_KEY, None)) is not None:
         sigterm.install()
+    settings = config.stash[SESSION_KEY].settings
     for item in cases:
-        _marked(item)  # a bad marker is a usage error before anything runs
+        _case_options(item, settings)  # a bad marker is a usage error before anything runs
     try:
         perf = config.stash[SESSION_KEY].get()
         if perf.child is not None:  # a fresh-process or profiler child measures; its parent judges
@@ -149,7 +144,7 @@ def trainperf(request: pytest.FixtureRequest, record_property: Callable[[str, ob
     """Runs training cases: ``trainperf.run(workload, optimization, reference=...)``."""
     from trainperf.hooks.fixture import TrainPerf
 
-    iters, warmup, timeout = _marked(request.node)
+    options = _case_options(request.node, request.config.stash[SESSION_KEY].settings)
     session = request.config.stash[SESSION_KEY].get()
     late = request.config.pluginmanager.get_plugin(PLUGIN_NAME) if session.launch is None else None
 
@@ -159,10 +154,8 @@ def trainperf(request: pytest.FixtureRequest, record_property: Callable[[str, ob
     return TrainPerf(
         session,
         request.node.nodeid,
-        iters,
-        warmup,
+        options,
         record_property,
-        timeout,
         late,
         selector(request.node),
         stop_session,
@@ -176,13 +169,12 @@ def selector(item: pytest.Item) -> str:
     return f"{item.path}::{within}"
 
 
-def _marked(item: pytest.Item) -> tuple[Any, ...]:
-    """(iters, warmup, timeout) that the item's ``trainperf`` marker sets; a usage error naming the item
-    otherwise."""
+def _case_options(item: pytest.Item, settings: Settings) -> CaseOptions:
+    """The iterations and time limit the session or the item's ``trainperf`` marker sets; a usage error
+    naming the item for a bad marker."""
     marker = item.get_closest_marker(MARKER)
     try:
-        marked = marker_values(tuple(marker.args), marker.kwargs) if marker else {}
-        return tuple(resolve(OPTIONS[name], marker=marked.get(name)).value for name in ("iters", "warmup", "timeout"))
+        return case_options(settings, tuple(marker.args), marker.kwargs) if marker else case_options(settings, (), {})
     except SettingError as error:
         raise pytest.UsageError(f"{item.nodeid}: {error}") from None
 
