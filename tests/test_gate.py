@@ -4,6 +4,7 @@ import math
 from pathlib import Path
 
 from trainperf.judge import checks, policy
+from trainperf.judge.verdict import of_checks
 from trainperf.measure.measurement import Measurement
 from trainperf.record import document
 from trainperf.spec.optimization import Metric, Optimization
@@ -134,8 +135,8 @@ def test_verdict() -> None:
     passed = checks.Check("a", True, "")
     note = checks.Check("b", None, "")
     failed = checks.Check("c", False, "")
-    assert checks.verdict([passed, note]) == "pass"
-    assert checks.verdict([passed, failed]) == "fail"
+    assert of_checks([passed, note]) == "pass"
+    assert of_checks([passed, failed]) == "fail"
 
 
 def test_a_throttled_gpu_makes_the_timing_unreliable_not_a_verdict() -> None:
@@ -152,8 +153,8 @@ def test_a_throttled_gpu_makes_the_timing_unreliable_not_a_verdict() -> None:
         "gpt2/stack: timing unreliable: hardware thermal slowdown, SM clock down to 1200 MHz; its time was not judged"
     )
     slower = checks.Check("baseline", None, "slower")
-    assert checks.verdict([checks.Check("accuracy", True, ""), slower, check]) == "unreliable"
-    assert checks.verdict([checks.Check("accuracy", False, "worse"), check]) == "fail"  # accuracy is still judged
+    assert of_checks([checks.Check("accuracy", True, ""), slower, check]) == "unreliable"
+    assert of_checks([checks.Check("accuracy", False, "worse"), check]) == "fail"  # accuracy is still judged
 
 
 def test_runs_that_agree_more_than_their_iterations_are_judged_at_the_iterations_spread() -> None:

@@ -226,12 +226,12 @@ def test_a_session_stopped_before_the_end_names_the_cases_left_unjudged(pytester
     result = pytester.runpytest_subprocess(*BASE, "--perf-report=out")  # in-process, it would stop this test
     result.stdout.fnmatch_lines(
         [
-            "toy/reference: unjudged: first measurement: toy/reference: slower than baseline: *",
+            "toy/reference: not judged: first measurement: toy/reference: slower than baseline: *",
             "note: not judged: the session ended before their second measurement: *test_toy[[]reference]",
         ]
     )
     (unjudged,) = json.loads((pytester.path / "out" / "run.json").read_text())["unfinished"]
-    assert unjudged["name"] == "toy/reference" and unjudged["verdict"] == "unjudged"
+    assert unjudged["name"] == "toy/reference" and unjudged["verdict"] == "not judged"
     assert unjudged["reason"].startswith("first measurement: toy/reference: slower than baseline: median")
 
 

@@ -137,3 +137,54 @@ def test_the_plugin_cites_no_lease_of_its_research() -> None:
         if "lease" in line.lower()
     ]
     assert not named, named
+
+
+VERDICT_WORDS = {"pass", "fail", "not judged", "unjudged", "unreliable", "error", "timeout", "interrupted"}
+
+
+def verdict_strings(path: Path) -> list[int]:
+    """Lines where a string spells a verdict, not counting a dictionary's keys, subscripts and ``get``
+    (a run document's ``"error"`` field is no verdict)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    keys = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys |= {id(key) for key in node.keys if key is not None}
+        elif isinstance(node, ast.Subscript):
+            keys.add(id(node.slice))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            keys |= {id(arg) for arg in node.args[:1]}
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in VERDICT_WORDS and id(node) not in keys
+    ]
+
+
+def test_verdicts_are_spelled_in_the_verdict_module_alone() -> None:
+    """Every view takes a verdict from ``judge.verdict``; option names (``config``) are no verdicts."""
+    plugin = PACKAGES["trainperf"]
+    own = {plugin / "judge" / "verdict.py"}
+    spelled = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted(plugin.rglob("*.py"))
+        if path not in own and path.parent.name != "config"
+        for line in verdict_strings(path)
+    ]
+    assert not spelled, spelled
+
+
+def test_a_verdict_string_is_found_where_there_is_one(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('x = {"error": 1}["error"] or y.get("error")\nif verdict == "fail":\n    pass\n')
+    assert verdict_strings(module) == [2]
+
+
+def test_the_run_document_schema_publishes_the_verdicts() -> None:
+    import json
+
+    from trainperf.judge.verdict import Verdict
+
+    schema = json.loads((PACKAGES["trainperf"] / "record" / "run-document.schema.json").read_text())
+    assert schema["$defs"]["verdict"]["enum"] == [str(verdict) for verdict in Verdict]
+    assert set(schema["$defs"]["unfinished_verdict"]["enum"]) == {str(verdict) for verdict in Verdict} | {"unjudged"}

@@ -203,7 +203,7 @@ def test_a_session_ended_by_sigterm_writes_its_reports(pytester: pytest.Pytester
     )
     document = json.loads((pytester.path / "out" / "run.json").read_text())
     assert [case["name"] for case in document["benchmarks"]] == ["toy/variant"]
-    assert [(case["name"], case["verdict"]) for case in document["unfinished"]] == [("toy/reference", "unjudged")]
+    assert [(case["name"], case["verdict"]) for case in document["unfinished"]] == [("toy/reference", "not judged")]
     assert 'name="test_toy[variant]"' in (pytester.path / "j.xml").read_text()
 
 
@@ -231,7 +231,7 @@ def test_sigterm_during_the_second_measurement_ends_the_session_quietly(pytester
     assert done.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "PluggyTeardownRaisedWarning" not in output
     document = json.loads((pytester.path / "out" / "run.json").read_text())
-    assert [(case["name"], case["verdict"]) for case in document["unfinished"]] == [("toy/reference", "unjudged")]
+    assert [(case["name"], case["verdict"]) for case in document["unfinished"]] == [("toy/reference", "not judged")]
 
 
 @posix_only
@@ -247,7 +247,7 @@ def test_a_session_killed_outright_keeps_the_cases_it_finished(pytester: pytest.
     assert document["finished"] is False
     assert [case["name"] for case in document["benchmarks"]] == ["toy/variant"]
     unjudged = [(case["name"], case["verdict"]) for case in document["unfinished"]]
-    assert unjudged == [("toy/reference", "unjudged")]
+    assert unjudged == [("toy/reference", "not judged")]
     assert document["unfinished"][0]["reason"].startswith("first measurement: toy/reference: slower than baseline")
     assert not list((pytester.path / "out").glob("*.partial"))
 

@@ -25,7 +25,7 @@ from research.studies.unrecorded_cases import case_key, collected
 
 # the verdicts of a case its session's stop left without a verdict: held for its second measurement, or
 # cut off while it ran
-AGAIN = ("unjudged", "interrupted")
+AGAIN = ("not judged", "unjudged", "interrupted")  # "unjudged": how older documents spelled "not judged"
 
 
 def judged(paths: list[Path]) -> set[str]:

@@ -58,7 +58,7 @@ def test_the_next_call_judges_what_the_stopped_one_left(tmp_path: Path, capsys: 
 def test_a_case_judged_again_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stopped_call(tmp_path / "aa1-test_gpt2-101500", 3, [("gpt2/tf32", "unjudged")])
     unjudged_cases.main([str(tmp_path / "aa1-*" / "run.json"), GPT2_FILE])
-    assert "unjudged_cases: gpt2/tf32 unjudged in " in capsys.readouterr().err
+    assert "unjudged_cases: gpt2/tf32 not judged in " in capsys.readouterr().err
 
 
 def test_a_case_the_stop_cut_off_is_judged_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

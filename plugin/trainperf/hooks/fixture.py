@@ -20,6 +20,7 @@ from trainperf.hooks.late_confirmation import ConfirmLater, LateConfirmation
 from trainperf.hooks.publish import record_case, save_progress
 from trainperf.judge import checks, policy, recording, stats
 from trainperf.judge.checks import CheckName
+from trainperf.judge.verdict import Verdict
 from trainperf.measure import fresh_process, time_limit, workers
 from trainperf.measure.errors import first_line
 from trainperf.measure.measurement import Measurement, combined
@@ -68,15 +69,15 @@ class TrainPerf:
             result = self._judged(spec, declared)
         except time_limit.CaseTimeout as error:
             timed_out: str | None = str(error)
-            self._unfinished(spec.key, "timeout", str(error))
+            self._unfinished(spec.key, Verdict.TIMEOUT, str(error))
         except pytest.fail.Exception as failure:  # out of memory, a data-parallel rank's failure
-            self._unfinished(spec.key, "fail", first_line(failure))
+            self._unfinished(spec.key, Verdict.FAIL, first_line(failure))
             raise
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (``termination``): every report names the case cut off
-            self._unfinished(spec.key, "interrupted", "the session was stopped while it ran")
+            self._unfinished(spec.key, Verdict.INTERRUPTED, "the session was stopped while it ran")
             raise
         except Exception as error:  # the test fails with its traceback; every report names the case
-            self._unfinished(spec.key, "error", f"{type(error).__name__}: {first_line(error)}")
+            self._unfinished(spec.key, Verdict.ERROR, f"{type(error).__name__}: {first_line(error)}")
             error.add_note(f"trainperf: the error above ended case {spec.key}")
             raise
         else:
@@ -125,7 +126,7 @@ class TrainPerf:
             late.profile_later(session, ToProfile(self.nodeid, self.selector or self.nodeid, result, entry))
         return entry
 
-    def _unfinished(self, key: str, verdict: str, reason: str) -> None:
+    def _unfinished(self, key: str, verdict: Verdict, reason: str) -> None:
         """A case that ended without a measurement: every report lists it, JUnit too, and the run
         document on disk says so at once."""
         self.session.record_unfinished(key, self.nodeid, verdict, reason)

@@ -19,6 +19,7 @@ from typing import Any
 
 from trainperf.judge import checks, host_work_check, reference_checks, stats, work_check
 from trainperf.judge.checks import Check, CheckName
+from trainperf.judge.verdict import Verdict
 from trainperf.measure.measurement import Measurement
 from trainperf.spec.optimization import REFERENCE, Metric, Optimization
 
@@ -269,13 +270,13 @@ def time_judged(
     return False
 
 
-def accepted(found: Sequence[Check], verdict: str, *, calibrate: bool) -> bool:
+def accepted(found: Sequence[Check], verdict: Verdict, *, calibrate: bool) -> bool:
     """Whether a case's median joins the history (--perf-history): it passed, its time judged against a
     stored baseline (not throttled, not failed); when calibrating (--perf-calibrate), any case whose time
     was judged, passed or failed, or awaits calibration."""
     if calibrate:
         return time_judged(found, calibrating=True)
-    return time_judged(found, passed_only=True) and verdict == "pass"
+    return time_judged(found, passed_only=True) and verdict == Verdict.PASS
 
 
 def slowdown_floor(optimization: Optimization) -> float:

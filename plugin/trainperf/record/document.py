@@ -23,6 +23,7 @@ from pytest_benchmark.stats import Stats
 
 from trainperf.judge import host_work_check, stats
 from trainperf.judge.checks import Check
+from trainperf.judge.verdict import Verdict
 from trainperf.record import profile_summary
 from trainperf.record.result import CaseEntry, CaseResult
 from trainperf.store.provenance import commit_info
@@ -88,7 +89,7 @@ def case_entry(result: CaseResult) -> CaseEntry:
             "scaling": result.scaling,
             "memory_snapshot": m.memory_snapshot,
             "checks": [check_record(c) for c in result.checks],
-            "verdict": result.verdict,
+            "verdict": str(result.verdict),
             "reader_ms_median": stats.summarize(m.reader_ms).median,
             "profile": None if result.profile is None else profile_summary.record(result.profile),
         },
@@ -152,7 +153,7 @@ class RunDocument:
     @property
     def unfinished(self) -> list[dict[str, str]]:
         """Cases that started and did not finish: name, fullname, verdict, reason."""
-        return list(self.data.get("unfinished", []))
+        return [{**case, "verdict": str(Verdict.read(case["verdict"]))} for case in self.data.get("unfinished", [])]
 
 
 def load(path: Path) -> RunDocument:
@@ -317,7 +318,7 @@ def cases_frame(cases: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 "syncs": work.get("syncs"),
                 "kernels": work.get("kernels"),
                 "kernel_ms": work.get("kernel_ms"),
-                "verdict": info["verdict"],
+                "verdict": str(Verdict.read(info["verdict"])),
                 "source": case.get("source"),
             }
         )

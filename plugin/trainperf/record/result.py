@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from trainperf.judge import stats
 from trainperf.judge.checks import Check
-from trainperf.judge.checks import verdict as verdict_of
 from trainperf.judge.policy import Detection
+from trainperf.judge.verdict import Verdict, of_checks
 from trainperf.measure.measurement import Measurement
 
 if TYPE_CHECKING:  # a profile exists only with --profile: its tables stay out of processes that measure
@@ -43,8 +43,8 @@ class CaseResult:
     reference_samples_per_iteration: int | None = None  # the reference's batch, for a data-parallel case's scaling
 
     @property
-    def verdict(self) -> str:
-        return verdict_of(self.checks)
+    def verdict(self) -> Verdict:
+        return of_checks(self.checks)
 
     @property
     def reader_share(self) -> float:

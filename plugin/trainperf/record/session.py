@@ -16,6 +16,7 @@ import torch
 from trainperf.config.settings import Settings
 from trainperf.judge import host_work_check, policy, stats
 from trainperf.judge.checks import Baseline
+from trainperf.judge.verdict import Verdict
 from trainperf.measure import device as devices
 from trainperf.measure.fresh_process import Children
 from trainperf.measure.launcher import Launch
@@ -113,7 +114,7 @@ class PerfSession:
                 self.accepted_figures.setdefault(key, {})[result.key] = value
         self.waiting.pop((result.key, result.nodeid), None)
 
-    def record_unfinished(self, key: str, nodeid: str, verdict: str, reason: str) -> None:
+    def record_unfinished(self, key: str, nodeid: str, verdict: Verdict, reason: str) -> None:
         """A case that started and ended without a measurement (an error, its time limit, an interrupt):
         every report lists it with its verdict and one-line reason."""
         first = self.waiting.pop((key, nodeid), None)  # stopped in its second measurement: keep the first's
@@ -123,7 +124,7 @@ class PerfSession:
     def unjudged(self) -> list[dict[str, str]]:
         """Each case held for its second measurement, as a case that did not finish: its first measurement's
         failed checks are the reason."""
-        return [_unfinished(case, nodeid, "unjudged", f"first measurement: {first}")
+        return [_unfinished(case, nodeid, Verdict.NOT_JUDGED, f"first measurement: {first}")
                 for (case, nodeid), first in self.waiting.items()]  # fmt: skip
 
     def leave_unjudged(self) -> None:
@@ -141,8 +142,8 @@ class PerfSession:
         return self.settings.history or self.settings.calibrate
 
 
-def _unfinished(key: str, nodeid: str, verdict: str, reason: str) -> dict[str, str]:
-    return {"name": key, "fullname": nodeid, "verdict": verdict, "reason": reason}
+def _unfinished(key: str, nodeid: str, verdict: Verdict, reason: str) -> dict[str, str]:
+    return {"name": key, "fullname": nodeid, "verdict": str(verdict), "reason": reason}
 
 
 def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict[str, Any]:

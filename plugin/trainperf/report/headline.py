@@ -9,10 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from trainperf.judge.verdict import Verdict
 from trainperf.report.units import rate_text
 from trainperf.spec.optimization import REFERENCE
 
-VERDICTS = ("pass", "fail", "unreliable")
+VERDICTS = (Verdict.PASS, Verdict.FAIL, Verdict.UNRELIABLE)
 
 
 @dataclass(frozen=True)
@@ -23,9 +24,9 @@ class Headline:
 
 
 def build_headline(cases: Sequence[Mapping[str, Any]]) -> Headline:
-    verdicts = [case["extra_info"]["verdict"] for case in cases]
-    counts = {verdict: verdicts.count(verdict) for verdict in dict.fromkeys([*VERDICTS, *verdicts])}
-    failures = [_failed_checks(case) for case in cases if case["extra_info"]["verdict"] == "fail"]
+    verdicts = [Verdict.read(case["extra_info"]["verdict"]) for case in cases]
+    counts = {str(verdict): verdicts.count(verdict) for verdict in dict.fromkeys([*VERDICTS, *verdicts])}
+    failures = [_failed_checks(case) for case, verdict in zip(cases, verdicts, strict=True) if verdict == Verdict.FAIL]
     return Headline(counts, failures, _best_per_workload(cases))
 
 

@@ -13,12 +13,14 @@ from typing import Any
 
 import pandas as pd
 
+from trainperf.judge.checks import CheckName
+from trainperf.judge.verdict import Verdict
 from trainperf.record.document import RunDocument, cases_frame
 from trainperf.report.escape import markdown_text
 from trainperf.report.tables import display_cases, markdown_table
 
 LIMIT_BYTES = 1024 * 1024  # GitHub's limit on one step's summary
-CLOCK_WORDS = ("clock", "throttl", "power cap", "thermal", "unreliable")
+CLOCK_WORDS = ("clock", "throttl", "power cap", "thermal")
 
 
 def render(run: RunDocument, limit: int = LIMIT_BYTES) -> str:
@@ -27,7 +29,7 @@ def render(run: RunDocument, limit: int = LIMIT_BYTES) -> str:
     lines = [f"## trainperf: {markdown_text(run.machine.get('name', 'unknown device'))}", "", _counts(run), ""]
     if cases:
         lines += [markdown_table(display_cases(cases_frame(cases))), ""]
-    failing = [case for case in cases if case["extra_info"]["verdict"] == "fail"]
+    failing = [case for case in cases if Verdict.read(case["extra_info"]["verdict"]) == Verdict.FAIL]
     for case in failing:
         lines += _failure(case)
     if run.unfinished:
@@ -35,7 +37,10 @@ def render(run: RunDocument, limit: int = LIMIT_BYTES) -> str:
         lines += [f"- **{markdown_text(c['name'])}** ({markdown_text(c['verdict'])}): {markdown_text(c['reason'])}"
                   for c in run.unfinished]  # fmt: skip
         lines.append("")
-    clock_notes = [note for note in run.data.get("notes", []) if any(w in note.lower() for w in CLOCK_WORDS)]
+    throttled = [check["message"] for case in cases for check in case["extra_info"].get("checks", [])
+                 if check["name"] == CheckName.CLOCKS]  # fmt: skip
+    worded = [note for note in run.data.get("notes", []) if any(w in note.lower() for w in CLOCK_WORDS)]
+    clock_notes = list(dict.fromkeys([*throttled, *worded]))
     if clock_notes:
         lines += ["### The GPU's clocks", "", *(f"- {markdown_text(note)}" for note in clock_notes), ""]
     return _cut("\n".join(lines), limit)
@@ -50,7 +55,7 @@ def _counts(run: RunDocument) -> str:
 
 def _failure(case: Mapping[str, Any]) -> list[str]:
     info = case["extra_info"]
-    lines = [f"### {markdown_text(case['name'])}: fail", ""]
+    lines = [f"### {markdown_text(case['name'])}: {Verdict.FAIL}", ""]
     failed = [check for check in info.get("checks", []) if check.get("passed") is False]
     lines += [f"- {markdown_text(check['message'])}" for check in failed]
     profile = info.get("profile") or {}

@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from trainperf.judge import host_work_check
+from trainperf.judge.verdict import Verdict, outcome
 from trainperf.record.result import CaseEntry
-
-# a check's outcome as its property says it: a check that could not be made (a note) is "not judged"
-CHECK_OUTCOME = {True: "pass", False: "fail", None: "not judged"}
 
 
 def properties(entry: CaseEntry) -> dict[str, Any]:
@@ -41,7 +39,7 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
     for key in ("ops", "syncs", "copies", "kernels", "kernel_ms"):
         found[f"trainperf_work_{key}"] = work.get(key)
     for check in info.get("checks", []):
-        found[f"trainperf_check_{check['name'].replace(' ', '_')}"] = CHECK_OUTCOME[check["passed"]]
+        found[f"trainperf_check_{check['name'].replace(' ', '_')}"] = str(outcome(check["passed"]))
     figures = info["communication"]
     if figures is not None:
         processes = figures["processes"]
@@ -57,10 +55,10 @@ def properties(entry: CaseEntry) -> dict[str, Any]:
     return {name: value for name, value in found.items() if value is not None}
 
 
-def unfinished_properties(key: str, verdict: str, reason: str) -> dict[str, str]:
+def unfinished_properties(key: str, verdict: Verdict, reason: str) -> dict[str, str]:
     """A case that ended without figures (an error, its time limit, an interrupt): its name, verdict
     and one-line reason, as run.json's ``unfinished`` lists it."""
-    return {"trainperf_case": key, "trainperf_verdict": verdict, "trainperf_reason": reason}
+    return {"trainperf_case": key, "trainperf_verdict": str(verdict), "trainperf_reason": reason}
 
 
 def profile_properties(profile: dict[str, Any]) -> dict[str, Any]:
