@@ -4,11 +4,15 @@ module's table."""
 
 from __future__ import annotations
 
+import functools
 import json
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import pytest
 from trainperf.config.options import options_page
 from trainperf.report.terminal import cases_text
 
@@ -45,12 +49,25 @@ def test_the_readmes_own_model_is_the_example_file_of_at_most_40_lines() -> None
     assert len(shown.splitlines()) <= 40
 
 
-def test_a_users_test_file_type_checks_strictly_against_the_public_api() -> None:
-    # incremental: the plugin's and torch's types come from the cache that `mypy` leaves in the checkout
-    # (ci/check.sh runs it first), and mypy checks again whatever changed since, under these options
+@pytest.mark.slow
+def test_a_users_test_file_type_checks_strictly_against_the_installed_wheel(tmp_path: Path) -> None:
+    """The README's model, checked as a user's project checks it: ``mypy --strict`` outside the checkout,
+    against the plugin installed from its wheel (typed by its py.typed, not by the checkout's mypy setup)."""
+    run = functools.partial(subprocess.run, capture_output=True, text=True, check=True)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path, ROOT])
+    (wheel,) = tmp_path.glob("*.whl")
+    assert "trainperf/py.typed" in zipfile.ZipFile(wheel).namelist()
+    venv = tmp_path / "venv"  # sees torch and mypy where they are installed; trainperf from the wheel, first
+    run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv])
+    python = venv / "bin" / "python"
+    site = run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip()
+    run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", site, wheel])
+    user = tmp_path / "user"
+    user.mkdir()
+    shutil.copy(OWN_MODEL, user / OWN_MODEL.name)
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", str(OWN_MODEL)],
-        cwd=ROOT,
+        [sys.executable, "-m", "mypy", "--strict", "--python-executable", python, OWN_MODEL.name],
+        cwd=user,
         capture_output=True,
         text=True,
         check=False,

@@ -188,3 +188,21 @@ def test_the_run_document_schema_publishes_the_verdicts() -> None:
     schema = json.loads((PACKAGES["trainperf"] / "record" / "run-document.schema.json").read_text())
     assert schema["$defs"]["verdict"]["enum"] == [str(verdict) for verdict in Verdict]
     assert set(schema["$defs"]["unfinished_verdict"]["enum"]) == {str(verdict) for verdict in Verdict} | {"unjudged"}
+
+
+def test_the_public_names_are_one_list_that_resolves_and_type_checks() -> None:
+    import trainperf
+
+    init = PACKAGES["trainperf"] / "__init__.py"
+    typed = {
+        alias.asname or alias.name: node.module
+        for node in ast.walk(ast.parse(init.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("trainperf.")
+        for alias in node.names
+    }
+    assert typed == trainperf._EXPORTS  # the names the type checker sees are the names the module serves
+    assert sorted(trainperf.__all__) == sorted([*trainperf._EXPORTS, "__version__"])
+    for name in trainperf.__all__:
+        assert getattr(trainperf, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'Ladderr'"):
+        trainperf.Ladderr  # noqa: B018

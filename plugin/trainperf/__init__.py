@@ -1,7 +1,8 @@
 """pytest-trainperf: timed, accuracy-checked training optimization cases gated on per-device baselines.
 
 The public API: what a test file of your own imports. The names load on first use, so that the pure
-modules (statistics, checks, baselines, settings) import without torch.
+modules (statistics, checks, baselines, settings) import without torch. ``_EXPORTS`` says where each
+one lives; the imports under ``TYPE_CHECKING`` give them their types.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ _EXPORTS = {
     "usable_cores": "trainperf.measure.workers",
     "TrainPerf": "trainperf.hooks.fixture",
 }
-__all__ = [
+__all__ = [  # spelled out for type checkers and linters; a test keeps it, the imports and _EXPORTS in step
     "FULL",
     "REFERENCE",
     "TINY",
@@ -51,8 +52,9 @@ __all__ = [
     "usable_cores",
 ]
 
+if not TYPE_CHECKING:  # a type checker reads the imports above: a misspelled name is an error there
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'trainperf' has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        if name in _EXPORTS:
+            return getattr(importlib.import_module(_EXPORTS[name]), name)
+        raise AttributeError(f"module 'trainperf' has no attribute {name!r}")
