@@ -24,7 +24,7 @@ def test_each_worker_claims_a_gpu_no_other_holds_and_a_crashed_workers_gpu_is_fr
     held = "each of the 2 visible GPUs is held by another worker of this run: run at most -n 2"
     with pytest.raises(ValueError, match=held):
         workers.claim_gpu(["3", "5"], tmp_path)
-    first[2].close()  # the worker on GPU 3 ended; the one started in its place gets GPU 3
+    first[2].release()  # the worker on GPU 3 ended; the one started in its place gets GPU 3
     assert workers.claim_gpu(["3", "5"], tmp_path)[:2] == (0, "3")
     with pytest.raises(ValueError, match="no GPU is visible"):
         workers.claim_gpu([], tmp_path)

@@ -10,8 +10,9 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
+import filelock
 import pytest
 
 from trainperf.config.settings import Settings
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from trainperf.record.session import PerfSession
 
 CLAIMS_KEY = pytest.StashKey[str]()  # the controller's folder of GPU claims
-CLAIM_KEY = pytest.StashKey[IO[str]]()  # a worker's held GPU claim
+CLAIM_KEY = pytest.StashKey[filelock.BaseFileLock]()  # a worker's held GPU claim
 CLAIMS_INPUT = "trainperf_gpu_claims"
 RUN_OUTPUT = "trainperf_run"  # a worker's run document, as JSON text, in its workeroutput
 

@@ -11,12 +11,12 @@ another worker's case is timed on. Each worker writes ``run-gwK.json``; the cont
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO
+
+import filelock
 
 RUN_FILE = "run.json"
 WORKER_FILES = "run-gw*.json"
@@ -46,22 +46,21 @@ def visible_gpus(environ: Mapping[str, str], gpu_count: int) -> list[str]:
     return named if environ.get("CUDA_VISIBLE_DEVICES") else [str(index) for index in range(gpu_count)]
 
 
-def claim_gpu(visible: list[str], claims: Path) -> tuple[int, str, IO[str]]:
+def claim_gpu(visible: list[str], claims: Path) -> tuple[int, str, filelock.BaseFileLock]:
     """The first of the visible GPUs that no other worker of this run holds: its index, its
-    ``CUDA_VISIBLE_DEVICES`` value and the open lock file that holds it until this process ends (a
+    ``CUDA_VISIBLE_DEVICES`` value and the lock that holds it until released or this process ends (a
     crashed worker's GPU is free again for the worker pytest-xdist starts in its place)."""
     if not visible:
         raise ValueError(
             "--perf-gpu-per-worker: no GPU is visible (the driver reports none, or CUDA_VISIBLE_DEVICES is empty)"
         )
     for index, gpu in enumerate(visible):
-        handle = (claims / f"gpu-{index}.lock").open("w")
+        lock = filelock.FileLock(claims / f"gpu-{index}.lock", timeout=0)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
+            lock.acquire()
+        except filelock.Timeout:
             continue
-        return index, gpu, handle
+        return index, gpu, lock
     raise ValueError(
         f"--perf-gpu-per-worker: each of the {len(visible)} visible GPUs is held by another worker of this run: "
         f"run at most -n {len(visible)}"
