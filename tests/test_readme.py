@@ -54,7 +54,11 @@ def test_a_users_test_file_type_checks_strictly_against_the_installed_wheel(tmp_
     """The README's model, checked as a user's project checks it: ``mypy --strict`` outside the checkout,
     against the plugin installed from its wheel (typed by its py.typed, not by the checkout's mypy setup)."""
     run = functools.partial(subprocess.run, capture_output=True, text=True, check=True)
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path, ROOT])
+    source = tmp_path / "source"  # built from a copy: a build leaves build/ and egg-info where it runs
+    shutil.copytree(ROOT / "plugin", source / "plugin", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path, source])
     (wheel,) = tmp_path.glob("*.whl")
     assert "trainperf/py.typed" in zipfile.ZipFile(wheel).namelist()
     venv = tmp_path / "venv"  # sees torch and mypy where they are installed; trainperf from the wheel, first

@@ -19,6 +19,7 @@ from trainperf.report.baseline_changes import changes_document, changes_markdown
 from trainperf.store import baselines
 from trainperf.store.baselines import BaselineError, changes_between, format_changes
 from trainperf.store.baselines import load as load_baselines
+from trainperf.store.locked_file import atomic_write
 
 if TYPE_CHECKING:
     from trainperf.record.result import CaseEntry, CaseResult
@@ -123,7 +124,7 @@ def merge_workers(report: Path) -> list[str]:
         return []
     merged = merge([load(path) for path in found])
     path = report / workers.RUN_FILE
-    path.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+    atomic_write(path, json.dumps(merged, indent=1) + "\n")
     names = ", ".join(p.name for p in found)
     notes = [f"run documents of {len(found)} workers ({names}) merged into {path}", write_report(path)]
     return merged_summary(merged, notes)
@@ -158,8 +159,7 @@ def merged_changes(before: dict[Path, dict[str, dict[str, Any]]], directory: Pat
             lines += [f"baselines written to {path}:", *("  " + line for line in format_changes(changes))]
             sections.append(changes_markdown(changes, path, device))
     if sections and report is not None:
-        report.mkdir(parents=True, exist_ok=True)
-        (report / CHANGES_FILE).write_text(changes_document(sections), encoding="utf-8")
+        atomic_write(report / CHANGES_FILE, changes_document(sections))
         lines.append(f"note: baseline changes of every worker written to {report / CHANGES_FILE}")
     return lines
 

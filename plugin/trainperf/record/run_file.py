@@ -7,12 +7,12 @@ write goes beside the file and is moved over it: a reader, or a kill, never meet
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainperf.measure.workers import RUN_FILE
 from trainperf.record.document import run_document
+from trainperf.store.locked_file import atomic_write
 
 if TYPE_CHECKING:
     from trainperf.record.session import PerfSession
@@ -36,8 +36,4 @@ def write_progress(session: PerfSession, directory: Path, name: str = RUN_FILE) 
 
 
 def _replace(document: dict[str, Any], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    return atomic_write(path, json.dumps(document, indent=1) + "\n")

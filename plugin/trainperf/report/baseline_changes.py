@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainperf.store.baselines import Change, detects_listed, runs_listed
+from trainperf.store.locked_file import atomic_write
 
 FILE = "baseline-changes.md"
 THRESHOLD = (
@@ -39,7 +40,4 @@ def changes_document(sections: list[str]) -> str:
 
 
 def write_changes(changes: list[Change], baseline_file: Path, device: str, directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / FILE
-    path.write_text(changes_document([changes_markdown(changes, baseline_file, device)]), encoding="utf-8")
-    return path
+    return atomic_write(directory / FILE, changes_document([changes_markdown(changes, baseline_file, device)]))

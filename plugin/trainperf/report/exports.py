@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trainperf.store.locked_file import atomic_write
+
 FORMATS = ("github-action-benchmark", "bencher")
 SMALLER_FILE = "smaller-is-better.json"
 BIGGER_FILE = "bigger-is-better.json"
@@ -88,5 +90,4 @@ def _extra(info: Mapping[str, Any]) -> str:
 
 
 def _dump(path: Path, data: Any) -> Path:
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    return path
+    return atomic_write(path, json.dumps(data, indent=1) + "\n")

@@ -15,6 +15,7 @@ from trainperf.report.experiment import CaseProfileView, Report, WorkloadSection
 from trainperf.report.headline import Headline
 from trainperf.report.memory_view import MemoryView
 from trainperf.report.tables import cell_text, markdown_table
+from trainperf.store.locked_file import atomic_write
 
 HTML_FILE = "report.html"
 MARKDOWN_FILE = "report.md"
@@ -38,8 +39,7 @@ def write_html(report: Report, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     page = _templates().get_template("report.html")
     path = directory / HTML_FILE
-    path.write_text(page.render(report=report, style=STYLE, memory_title=MEMORY_TITLE), encoding="utf-8")
-    return path
+    return atomic_write(path, page.render(report=report, style=STYLE, memory_title=MEMORY_TITLE))
 
 
 def table_html(frame: pd.DataFrame, name_column: str | None = None) -> str:
@@ -108,8 +108,7 @@ def write_markdown(report: Report, directory: Path) -> Path:
         lines += ["### Clocks seen (before and after each case's timed run)", "", markdown_table(report.clocks), ""]
     lines += ["From " + ", ".join(f"`{_md(source)}`" for source in report.sources), ""]
     path = directory / MARKDOWN_FILE
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return atomic_write(path, "\n".join(lines))
 
 
 def _markdown_headline(headline: Headline) -> list[str]:
@@ -151,8 +150,7 @@ def _markdown_memory(section: WorkloadSection, images: Path) -> list[str]:
 
 
 def _save(data: bytes, path: Path) -> Path:
-    path.write_bytes(data)
-    return path
+    return atomic_write(path, data)
 
 
 def _slug(name: str) -> str:

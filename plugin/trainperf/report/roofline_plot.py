@@ -3,6 +3,7 @@ and each profiled kernel at its DRAM intensity (filled), L2 and L1 intensities (
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from matplotlib.figure import Figure
 
 from trainperf.profile.launches import short_name
 from trainperf.profile.roofline import RooflinePoint
+from trainperf.store.locked_file import atomic_write
 
 MEMORY_ROOFS = (("DRAM", "peak_bandwidth", "dram_bytes", "o"), ("L2", "peak_l2_bandwidth", "l2_bytes", "s"),
                 ("L1", "peak_l1_bandwidth", "l1_bytes", "^"))  # fmt: skip
@@ -19,9 +21,9 @@ MEMORY_ROOFS = (("DRAM", "peak_bandwidth", "dram_bytes", "o"), ("L2", "peak_l2_b
 
 def plot_roofline(points: Sequence[RooflinePoint], path: Path, title: str) -> Path:
     """Write the chart of ``points`` to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    case_figure(points, title).savefig(path, dpi=110)
-    return path
+    buffer = io.BytesIO()
+    case_figure(points, title).savefig(buffer, format="png", dpi=110)
+    return atomic_write(path, buffer.getvalue())
 
 
 def case_figure(points: Sequence[RooflinePoint], title: str) -> Figure:

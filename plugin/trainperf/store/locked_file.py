@@ -24,14 +24,17 @@ def locked(path: Path) -> Iterator[None]:
         yield
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write a temporary file beside ``path``, then rename it over ``path``, with the mode ``path`` had
-    (or that ``open()`` gives a new file: mkstemp alone would leave it readable by its owner only)."""
+def atomic_write(path: Path, content: str | bytes) -> Path:
+    """Write a temporary file beside ``path`` (its folder made if missing), then rename it over ``path``,
+    with the mode ``path`` had (or that ``open()`` gives a new file: mkstemp alone would leave it readable
+    by its owner only). Every file the plugin writes for its user goes through here."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    data = content.encode("utf-8") if isinstance(content, str) else content
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
             out.flush()
             os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())
@@ -40,6 +43,7 @@ def atomic_write(path: Path, text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+    return path
 
 
 def _new_file_mode() -> int:
