@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU pipeline: lint, types, the workflows' schema, the plugin's own tests (the slow end-to-end ones
-# included), then the suite and the example workloads for real.
+# included), then the suite and the example workloads for real. The research's tests are not the
+# product's: ci/research.sh runs them, apart.
 # pytest's exit status 5 (no test collected) fails it.
 #   ci/check.sh
 set -euo pipefail
@@ -32,5 +33,3 @@ export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} -p no:hypothesispytest -p no:anyio"
 run_pytest tests --run-slow -n 3
 run_pytest perf_tests
 run_pytest examples
-# the research's own tests (its studies' parsers and tables), apart from the product's
-run_pytest research/tests -n 2
