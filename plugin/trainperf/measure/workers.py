@@ -48,7 +48,7 @@ def visible_gpus(environ: Mapping[str, str], gpu_count: int) -> list[str]:
 
 def claim_gpu(visible: list[str], claims: Path) -> tuple[int, str, filelock.BaseFileLock]:
     """The first of the visible GPUs that no other worker of this run holds: its index, its
-    ``CUDA_VISIBLE_DEVICES`` value and the lock that holds it until released or this process ends (a
+    ``CUDA_VISIBLE_DEVICES`` value and the lock that holds it until this process ends or lets it go (a
     crashed worker's GPU is free again for the worker pytest-xdist starts in its place)."""
     if not visible:
         raise ValueError(
