@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pandas as pd
-from trainperf.profile.launches import Capture
+from trainperf.measure.torch_trace import Capture
 
 KERNELS = (
     "SELECT k.start, k.end, n.value AS name, s.value AS short, m.value AS mangled, r.start AS launch, "

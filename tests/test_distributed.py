@@ -60,8 +60,8 @@ def test_hidden_communication_of_a_real_two_gpu_iteration() -> None:
     communication, a quarter of it while computation kernels ran."""
     from pathlib import Path
 
-    from trainperf.profile.launches import read_torch_trace
-    from trainperf.profile.overlap import hidden_communication, is_communication
+    from trainperf.measure.overlap import hidden_communication, is_communication
+    from trainperf.measure.torch_trace import read_torch_trace
 
     launches = read_torch_trace(Path(__file__).parent / "data" / "gpt2_ddp_reference.h200x2.trace.json.gz").launches
     communication = launches[is_communication(launches["name"])]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from trainperf.measure.marked_iteration import marked_iteration
+from trainperf.child.marked_iteration import marked_iteration
+from trainperf.measure import torch_trace
 from trainperf.measure.runner import Prepared, run_case
 from trainperf.profile import launches
 from trainperf.profile.backend import from_capture
@@ -30,7 +31,7 @@ def test_a_marked_iteration_after_the_measurement_gives_the_top5(tmp_path: Path)
     measurement = run_case(CaseSpec(Toy(), Optimization("reference"), CPU, "tiny", 2, 5), then=trace)
     assert len(measurement.samples_ms) == 5 and len(measurement.losses) == 7  # the traced step is not counted
     assert seen == [False, False]  # torch.profiler ranges only inside the traced iteration
-    capture = launches.read_torch_trace(tmp_path / "trace.json")
+    capture = torch_trace.read_torch_trace(tmp_path / "trace.json")
     profile = from_capture(capture, "torch.profiler 2.x", Job("node", tmp_path, tmp_path, 1.0), [])
     assert profile.unit == "operator"
     assert len(profile.top) == 5 and set(profile.top["phase"]) <= {"data", "forward", "backward", "optimizer"}

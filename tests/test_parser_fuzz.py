@@ -15,8 +15,10 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from trainperf.measure import torch_trace
+from trainperf.measure.torch_trace import ProfileFormatError
 from trainperf.profile import launches
-from trainperf.profile.launches import STATS_REPORTS, ProfileFormatError
+from trainperf.profile.launches import STATS_REPORTS
 from trainperf.record import document
 from trainperf.record.document import RunDocumentError
 
@@ -28,7 +30,7 @@ ODD_VALUES = st.sampled_from([None, "x", "", -1, 0, 1e300, float("nan"), [], [No
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _analysed(capture: launches.Capture) -> None:
+def _analysed(capture: torch_trace.Capture) -> None:
     """What the profilers do with a capture (``backend.from_capture``)."""
     marked = launches.iteration_launches(capture)
     launches.bottleneck(capture, marked, None, None)
@@ -69,7 +71,7 @@ def test_torch_trace_mutations_raise_only_the_format_error(mutations: list[tuple
         path = Path(folder) / "trace.json"
         path.write_text(json.dumps({"traceEvents": events}), encoding="utf-8")
         with contextlib.suppress(ProfileFormatError):
-            _analysed(launches.read_torch_trace(path))
+            _analysed(torch_trace.read_torch_trace(path))
 
 
 STATS = DATA / "h200_digits_amp_bf16"  # nsys stats' CSV reports of one H200 capture
@@ -134,7 +136,7 @@ def test_the_unmutated_captures_parse() -> None:
         document.cases_frame(document.load(path).cases)
     _analysed(launches.read_nsys_stats(STATS))
     path = DATA / "gpt2_stack.trace.json.gz"
-    _analysed(launches.read_torch_trace(path))
+    _analysed(torch_trace.read_torch_trace(path))
 
 
 DOCUMENTS = {path: json.loads(path.read_text(encoding="utf-8")) for path in RUN_DOCUMENTS}

@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from trainperf.child.process import ChildError, run_logged
+from trainperf.measure import torch_trace
 from trainperf.profile import launches, ncu, nsys, tools
 from trainperf.profile.backend import Profile, from_capture
-from trainperf.profile.child import case_folder
-from trainperf.profile.job import Batch, Job, ProfileError, run_logged
+from trainperf.profile.job import Batch, Job
 from trainperf.profile.ncu_raw import read_ncu_raw
 from trainperf.profile.profiler import choose_backend, profile_cases
 from trainperf.profile.roofline import roofline
 from trainperf.profile.torchprof import TorchProfiler
+from trainperf.spec.case import case_folder
 
 DATA = Path(__file__).parent / "data"
 NODE = "perf_tests/test_gpt2.py::test_gpt2[stack] ; rm -rf $HOME"  # brackets, spaces, shell syntax
@@ -88,7 +90,7 @@ def test_ncu_takes_its_top5_from_the_test_processs_trace_and_starts_a_child_only
     assert backend.name == "ncu" and isinstance(backend.timeline, TorchProfiler)
     assert notes == [f"profiler: ncu 2025.3.1.0 ({tmp_path / 'ncu'})"]
     [untraced] = backend.profile(Batch((job(tmp_path),)))  # the torch child, on no such node
-    assert isinstance(untraced, ProfileError) and "ran no marked iteration" in str(untraced)
+    assert isinstance(untraced, ChildError) and "ran no marked iteration" in str(untraced)
     assert (tmp_path / "out" / "torch.log").is_file()
     (tmp_path / "out" / "torch.log").unlink()
     traced = dataclasses.replace(job(tmp_path), trace=DATA / "gpt2_stack.trace.json.gz")
@@ -96,7 +98,7 @@ def test_ncu_takes_its_top5_from_the_test_processs_trace_and_starts_a_child_only
     assert isinstance(found, Profile)
     assert found.tool == "torch.profiler 2.11.0 (test process)" and found.files == [traced.trace]
     [faked] = backend.profile(Batch((traced,)))  # ncu's child, here faked: it wrote no report
-    assert isinstance(faked, ProfileError) and "ncu wrote no report" in str(faked)
+    assert isinstance(faked, ChildError) and "ncu wrote no report" in str(faked)
     assert not (tmp_path / "out" / "torch.log").exists()  # no torch child: the trace gave the Top-5
     ncu_argv = (tmp_path / "out" / "ncu.log").read_text()
     assert f"--kernel-name {ncu.kernel_filter([found.top])}" in ncu_argv and str(sys.executable) in ncu_argv
@@ -141,12 +143,12 @@ def test_nsys_reads_its_top5_from_the_stats_reports_of_this_run_alone(
     assert argv[1:5] == ["stats", "--report", "cuda_kern_exec_trace,nvtx_pushpop_trace", "--format"]
     monkeypatch.setenv("NO_REPORTS", "1")  # the tables the first run left are removed, not read
     [missing] = backend.profile(Batch((job(tmp_path),)))
-    assert isinstance(missing, ProfileError)
+    assert isinstance(missing, ChildError)
     assert re.search(r"nsys_cuda_kern_exec_trace\.csv: missing: nsys stats wrote no", str(missing))
 
 
 def torch_profile(trace: str) -> Profile:
-    capture = launches.read_torch_trace(DATA / trace)
+    capture = torch_trace.read_torch_trace(DATA / trace)
     return from_capture(capture, "torch.profiler", Job(NODE, DATA, DATA, 1.0), [])
 
 
@@ -182,19 +184,19 @@ def test_launches_of_another_shape_or_an_ambiguous_one_get_no_point() -> None:
     assert ncu.label_launches(reshaped, found.configs).empty
     twin = found.configs.assign(name=found.configs["name"] + " twin")
     assert ncu.label_launches(raw, pd.concat([found.configs, twin])).empty
-    with pytest.raises(launches.ProfileFormatError, match="without \\['Grid Size'\\]"):
+    with pytest.raises(torch_trace.ProfileFormatError, match="without \\['Grid Size'\\]"):
         ncu.label_launches(raw.drop(columns="Grid Size"), found.configs)
 
 
 def test_failed_tool_is_one_line_naming_its_log(tmp_path: Path) -> None:
     failing = executable(tmp_path / "tool", "echo starting; echo 'fatal: no device' >&2; exit 3")
-    with pytest.raises(ProfileError, match=r"tool exited with status 3: fatal: no device \(log: .*tool\.log\)"):
+    with pytest.raises(ChildError, match=r"tool exited with status 3: fatal: no device \(log: .*tool\.log\)"):
         run_logged([str(failing)], tmp_path / "tool.log", tmp_path, 60.0)
 
 
 def test_ncu_permission_error_says_what_to_change(tmp_path: Path) -> None:
     denied = executable(tmp_path / "ncu", "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission'")
-    with pytest.raises(ProfileError, match="NVreg_RestrictProfilingToAdminUsers=0"):
+    with pytest.raises(ChildError, match="NVreg_RestrictProfilingToAdminUsers=0"):
         run_logged([str(denied)], tmp_path / "ncu.log", tmp_path, 60.0)
 
 
@@ -242,7 +244,7 @@ def test_a_timed_out_profiler_is_stopped_with_every_process_it_started(tmp_path:
     tool itself."""
     grandchild = tmp_path / "grandchild.pid"
     tool = executable(tmp_path / "hangs", f"sleep 300 & echo $! > {grandchild}; wait")
-    with pytest.raises(ProfileError, match="hangs timed out after 1 s"):
+    with pytest.raises(ChildError, match="hangs timed out after 1 s"):
         run_logged([str(tool)], tmp_path / "hangs.log", tmp_path, 1.0)
     pid = int(grandchild.read_text())
     for _ in range(50):  # the kill is sent at once; the process may take a moment to go
@@ -334,11 +336,11 @@ class ChildThatTimesItsCases:
     def __init__(self, seconds: dict[str, float]) -> None:
         self.seconds = seconds
 
-    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+    def profile(self, batch: Batch) -> list[Profile | ChildError]:
         for one in batch.jobs:
             if one.nodeid in self.seconds:
                 (one.out_dir / "child.json").write_text(f'{{"seconds": {self.seconds[one.nodeid]}}}')
-        return [ProfileError("no capture") for _ in batch.jobs]
+        return [ChildError("no capture") for _ in batch.jobs]
 
 
 def test_each_case_is_charged_its_own_part_of_the_child_and_a_share_of_the_rest(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trainperf.measure import torch_trace
+from trainperf.measure.torch_trace import ProfileFormatError
 from trainperf.profile import launches
-from trainperf.profile.launches import ProfileFormatError
 from trainperf.profile.ncu_raw import read_ncu_raw, unit_scale
 from trainperf.profile.roofline import roofline
 
@@ -20,7 +21,7 @@ from tests.nsys_export import read_sqlite
 DATA = Path(__file__).parent / "data"
 
 
-def top5(capture: launches.Capture):
+def top5(capture: torch_trace.Capture):
     return launches.top_kernels(launches.kernel_table(launches.iteration_launches(capture)))
 
 
@@ -57,14 +58,14 @@ def test_nsys_stats_hold_the_launches_and_ranges_of_the_sqlite_export(case: str)
 
 def test_nsys_and_torch_agree_on_the_top5_within_5_percent() -> None:
     nsys = top5(read_sqlite(DATA / "digits_amp_bf16.nsys.sqlite")).set_index("name")
-    torch_top = top5(launches.read_torch_trace(DATA / "digits_amp_bf16.trace.json.gz"))
-    assert [launches.short_name(n) for n in torch_top["name"]] == [launches.short_name(n) for n in nsys.index]
+    torch_top = top5(torch_trace.read_torch_trace(DATA / "digits_amp_bf16.trace.json.gz"))
+    assert [torch_trace.short_name(n) for n in torch_top["name"]] == [torch_trace.short_name(n) for n in nsys.index]
     for nsys_ns, torch_ns in zip(nsys["total_ns"], torch_top["total_ns"], strict=True):
         assert torch_ns == pytest.approx(nsys_ns, rel=0.05)
 
 
 def test_compiled_gpt2_stack_is_gpu_bound_and_led_by_gemms() -> None:
-    capture = launches.read_torch_trace(DATA / "gpt2_stack.trace.json.gz")
+    capture = torch_trace.read_torch_trace(DATA / "gpt2_stack.trace.json.gz")
     marked = launches.iteration_launches(capture)
     top = launches.top_kernels(launches.kernel_table(marked))
     assert top.loc[0, "short"].startswith("nvjet_sm90")  # cuBLAS's Hopper GEMMs
@@ -75,7 +76,7 @@ def test_compiled_gpt2_stack_is_gpu_bound_and_led_by_gemms() -> None:
 
 def test_a_wait_for_data_while_the_gpu_is_busy_is_not_blamed_on_the_loader() -> None:
     """A batch decoded on the device keeps the host waiting while the GPU works: GPU-bound, wait named."""
-    capture = launches.read_torch_trace(DATA / "gpt2_stack.trace.json.gz")
+    capture = torch_trace.read_torch_trace(DATA / "gpt2_stack.trace.json.gz")
     marked = launches.iteration_launches(capture)
     verdict = launches.bottleneck(capture, marked, data_wait=0.8)
     assert verdict.verdict == "GPU-bound"
@@ -144,10 +145,10 @@ def test_digits_iteration_roofline_names_fp32_paths_and_latency() -> None:
 def test_units_and_short_names() -> None:
     assert unit_scale("us") == 1e-6 and unit_scale("Tbyte/s") == 1e12 and unit_scale("Kbyte/cycle") == 1e3
     assert unit_scale("Ghz") == 1e9 and unit_scale("%") == 1.0
-    assert launches.short_name("void at::native::(anonymous namespace)::max_pool_backward_nchw<float>(int)") == (
+    assert torch_trace.short_name("void at::native::(anonymous namespace)::max_pool_backward_nchw<float>(int)") == (
         "max_pool_backward_nchw"
     )
-    assert launches.short_name("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
+    assert torch_trace.short_name("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
 
 
 def test_malformed_outputs_give_errors_naming_the_file(tmp_path: Path) -> None:
@@ -169,10 +170,10 @@ def test_malformed_outputs_give_errors_naming_the_file(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     trace.write_text('{"no": "events"}')
     with pytest.raises(ProfileFormatError, match=r"trace\.json: not a torch\.profiler chrome trace"):
-        launches.read_torch_trace(trace)
+        torch_trace.read_torch_trace(trace)
     trace.write_text('{"traceEvents": []}')
     with pytest.raises(ProfileFormatError, match="no 'trainperf_iteration' range"):
-        launches.iteration_launches(launches.read_torch_trace(trace))
+        launches.iteration_launches(torch_trace.read_torch_trace(trace))
 
 
 @settings(max_examples=200, deadline=None)

@@ -21,15 +21,16 @@ PACKAGES = {
 MAY_IMPORT = {
     "config": set(),
     "spec": set(),
-    "profile": set(),
-    "measure": {"spec", "profile"},
+    "measure": {"spec"},
+    "child": {"spec", "measure"},
+    "profile": {"spec", "measure", "child"},
     "judge": {"spec", "measure"},
     "store": {"judge"},
-    "record": {"config", "spec", "profile", "measure", "judge", "store"},
+    "record": {"config", "spec", "measure", "child", "profile", "judge", "store"},
     "report": {"spec", "profile", "measure", "judge", "store", "record"},
     "cli": {"config", "judge", "store", "record", "report"},
     "adapters": {"spec"},
-    "hooks": {"config", "spec", "profile", "measure", "judge", "store", "record", "report"},
+    "hooks": {"config", "spec", "measure", "child", "profile", "judge", "store", "record", "report"},
     "trainperf": {"spec", "measure", "hooks"},
     "workloads": {"trainperf", "custom_kernels"},
     "custom_kernels": set(),
@@ -206,3 +207,11 @@ def test_the_public_names_are_one_list_that_resolves_and_type_checks() -> None:
         assert getattr(trainperf, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'Ladderr'"):
         trainperf.Ladderr  # noqa: B018
+
+
+def test_profile_sits_on_the_child_package_above_measure() -> None:
+    """A case is measured (``measure``), run again in a fresh process (``child``), and profiled there
+    (``profile``): each layer imports only those below it."""
+    assert not MAY_IMPORT["measure"] & {"child", "profile"}
+    assert "profile" not in MAY_IMPORT["child"]
+    assert {"measure", "child"} <= MAY_IMPORT["profile"]

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from trainperf.child.process_group import run_in_own_group
 from trainperf.hooks.termination import SigtermAsInterrupt
-from trainperf.profile.process_group import run_in_own_group
 
 from tests.test_plugin import BASE, two_cases
 
@@ -114,7 +114,7 @@ def test_an_interrupted_wait_kills_the_child_in_its_own_group(tmp_path: Path, ct
 
 # a session that starts a child in a group of its own and waits for it
 SESSION = """import sys
-from trainperf.profile.process_group import run_in_own_group
+from trainperf.child.process_group import run_in_own_group
 pid_file = sys.argv[1]
 run_in_own_group(["sh", "-c", f"echo $$ > {pid_file}.new && mv {pid_file}.new {pid_file}; exec sleep 60"], 60)
 """

@@ -11,7 +11,7 @@ import torch
 from trainperf.judge import work_check
 from trainperf.judge.checks import CheckName
 from trainperf.judge.work_check import rises
-from trainperf.measure import host_work, work
+from trainperf.measure import host_work, torch_trace, work
 
 BASE = ("-p", "no:cacheprovider", "--perf-device=cpu", "--baseline-dir=bl")
 
@@ -61,7 +61,7 @@ def test_a_traced_count_counts_the_same_work_and_marks_its_last_iteration_for_th
     trace = tmp_path / "case" / "trace.json"
     assert work.count(phased_step, fetch, cpu, trace=(trace, phases)) == work.count(phased_step, fetch, cpu)
     assert not phases.for_torch_profiler  # the timed iterations never carry the profiler's ranges
-    capture = launches.read_torch_trace(trace)
+    capture = torch_trace.read_torch_trace(trace)
     marked = capture.ranges[capture.ranges["name"] == "trainperf_iteration"]
     counted = capture.ranges[capture.ranges["name"] == work.COUNTED_RANGE].sort_values("start")
     assert len(marked) == 1 and len(counted) == work.COUNTED_ITERATIONS

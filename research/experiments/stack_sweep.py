@@ -23,12 +23,13 @@ from typing import Any
 import pandas as pd
 import torch
 import torch._inductor.config
+from trainperf.child.marked_iteration import marked_iteration
 from trainperf.judge import stats
 from trainperf.measure.device import peak_tflops
-from trainperf.measure.marked_iteration import marked_iteration
+from trainperf.measure.marks import TRACE
 from trainperf.measure.runner import Prepared, run_case
-from trainperf.profile.child import TRACE
-from trainperf.profile.launches import iteration_launches, kernel_table, read_torch_trace
+from trainperf.measure.torch_trace import read_torch_trace
+from trainperf.profile.launches import iteration_launches, kernel_table
 from trainperf.spec.case import CaseSpec
 from trainperf.spec.workload import FULL
 

@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 import torch
 
+from trainperf.child import measuring
+from trainperf.child.process import ChildError
 from trainperf.config.settings import CaseOptions
 from trainperf.hooks.late_confirmation import ConfirmLater, LateConfirmation
 from trainperf.hooks.publish import record_case, save_progress
 from trainperf.judge import checks, policy, recording, stats
 from trainperf.judge.checks import CheckName
 from trainperf.judge.verdict import Verdict
-from trainperf.measure import fresh_process, time_limit, workers
+from trainperf.measure import time_limit, workers
 from trainperf.measure.errors import first_line
 from trainperf.measure.measurement import Measurement, combined
 from trainperf.measure.runner import free_memory, run_case
@@ -58,10 +60,10 @@ class TrainPerf:
         declared = Optimization(REFERENCE) if reference is None else reference
         child = self.session.child
         if child is not None and child.measure is not None:  # a fresh process measuring for its parent
-            fresh_process.write(run_case(spec.but(declared) if child.measure == REFERENCE else spec), child.out_dir)
+            measuring.write(run_case(spec.but(declared) if child.measure == REFERENCE else spec), child.out_dir)
             return None
         if child is not None:
-            from trainperf.measure.marked_iteration import run_marked_iteration
+            from trainperf.child.marked_iteration import run_marked_iteration
 
             run_marked_iteration(spec, child.out_dir, child.torch)
             return None
@@ -197,8 +199,8 @@ class TrainPerf:
         what = "case" if reference is None else REFERENCE
         if children is not None:
             try:
-                return fresh_process.measure(children, self.selector or self.nodeid, what, spec.warmup, spec.iters)
-            except fresh_process.IsolatedRunError as error:
+                return measuring.measure(children, self.selector or self.nodeid, what, spec.warmup, spec.iters)
+            except ChildError as error:
                 if (runs := self.session.settings.runs_per_case) > 1:  # no second measurement is taken then
                     pytest.fail(f"{spec.key}: not recorded: each of its {runs} runs must be fresh: {error}", False)
                 self.session.note(f"{spec.key}: {error}; measured in the test process instead")
@@ -289,7 +291,7 @@ class TrainPerf:
     def _measure_data_parallel(self, spec: CaseSpec) -> Measurement:
         """One process per GPU (two on the CPU); any rank's failure fails the case, naming the ranks."""
         from trainperf.measure import distributed
-        from trainperf.profile.child import case_folder
+        from trainperf.spec.case import case_folder
 
         report = self.session.settings.report
         keep = None if report is None else case_folder(report / "data-parallel", spec.key)

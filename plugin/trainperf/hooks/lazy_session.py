@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from trainperf.child.protocol import ChildRun
 from trainperf.config.settings import Settings
 from trainperf.measure import launcher, workers
-from trainperf.profile.child import ChildRun
 
 if TYPE_CHECKING:
     import torch
 
-    from trainperf.measure.fresh_process import Children
+    from trainperf.child.measuring import Children
     from trainperf.record.document import RunDocument
     from trainperf.record.session import PerfSession
 
@@ -77,7 +77,7 @@ class LazySession:
 
     def _children(self, device: torch.device) -> Children:
         """How a child process re-runs a test node as this session would: rootdir, ini file, device."""
-        from trainperf.measure.fresh_process import Children
+        from trainperf.child.measuring import Children
 
         config = self.config
         args = ["--rootdir", str(config.rootpath), f"--perf-device={device.type}"]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from trainperf.child.protocol import ChildRun
 from trainperf.config.options import OPTIONS, SettingError
 from trainperf.config.settings import CaseOptions, Settings, case_options
 from trainperf.config.sources import from_pytest
@@ -16,7 +17,6 @@ from trainperf.hooks import xdist
 from trainperf.hooks.late_confirmation import PLUGIN_NAME, LateConfirmation
 from trainperf.hooks.lazy_session import LazySession
 from trainperf.hooks.termination import SigtermAsInterrupt
-from trainperf.profile.child import ChildRun
 
 if TYPE_CHECKING:
     from trainperf.hooks.fixture import TrainPerf

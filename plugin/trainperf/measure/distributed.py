@@ -33,10 +33,10 @@ from torch.multiprocessing.spawn import start_processes
 
 from trainperf.measure import launcher, runner, workers
 from trainperf.measure.errors import first_line
+from trainperf.measure.marks import TRACE
 from trainperf.measure.measurement import Measurement
 from trainperf.measure.runner import Prepared
 from trainperf.measure.timing import synchronize
-from trainperf.profile.child import TRACE
 from trainperf.spec.case import CaseSpec
 
 CPU_PROCESSES = 2
@@ -294,8 +294,8 @@ def _bus_bandwidth(numel: int, device: torch.device) -> float:
 def _traced_overlap(case: Prepared, folder: Path) -> dict[str, Any]:
     from torch.profiler import ProfilerActivity, profile
 
-    from trainperf.profile.launches import read_torch_trace
-    from trainperf.profile.overlap import hidden_communication
+    from trainperf.measure.overlap import hidden_communication
+    from trainperf.measure.torch_trace import read_torch_trace
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
         case.step(case.fetch()[0])

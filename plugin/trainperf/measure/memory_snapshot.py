@@ -18,8 +18,7 @@ from trainperf.measure.measurement import Measurement
 from trainperf.measure.phases import PhaseMarker
 from trainperf.measure.runner import Prepared, run_case
 from trainperf.measure.timing import synchronize
-from trainperf.profile.child import case_folder
-from trainperf.spec.case import CaseSpec
+from trainperf.spec.case import CaseSpec, case_folder
 
 MAX_ENTRIES = 500_000  # allocation events kept: far more than one iteration of the suite's cases makes
 

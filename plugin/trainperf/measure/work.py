@@ -38,8 +38,8 @@ from torch.autograd import DeviceType  # type: ignore[attr-defined]
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from trainperf.measure import device as devices
+from trainperf.measure.marks import MARK
 from trainperf.measure.phases import PhaseRanges
-from trainperf.profile.child import MARK
 
 COUNTED_ITERATIONS = 3  # the median of three: one iteration that skips its optimizer step does not move it
 COUNTED_RANGE = "trainperf_counted_iteration"  # the profiler range around each counted iteration

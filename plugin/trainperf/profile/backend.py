@@ -14,8 +14,10 @@ from typing import Protocol
 
 import pandas as pd
 
+from trainperf.child.process import ChildError
+from trainperf.measure import torch_trace
 from trainperf.profile import launches
-from trainperf.profile.job import Batch, Job, ProfileError
+from trainperf.profile.job import Batch, Job
 from trainperf.profile.roofline import RooflinePoint
 
 
@@ -38,15 +40,15 @@ class Backend(Protocol):
     name: str
     reads_trace: bool  # takes its Top-5 from the trace of the test process's counted iterations (Job.trace)
 
-    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+    def profile(self, batch: Batch) -> list[Profile | ChildError]:
         """Each job's profile, or the one-line reason it has none; the jobs' nodes re-run under the tool."""
 
 
-def from_capture(capture: launches.Capture, tool: str, job: Job, files: list[Path]) -> Profile:
+def from_capture(capture: torch_trace.Capture, tool: str, job: Job, files: list[Path]) -> Profile:
     """The Top-5 and the bottleneck verdict of a capture's marked iteration."""
     marked = launches.iteration_launches(capture)
     if marked.empty:
-        raise ProfileError(f"{tool}: no kernels in the marked iteration of {job.nodeid}")
+        raise ChildError(f"{tool}: no kernels in the marked iteration of {job.nodeid}")
     begin, end = capture.iteration
     on_gpu = capture.unit == "kernel"
     verdict = launches.bottleneck(capture, marked, job.data_wait, job.timed_ms) if on_gpu else None

@@ -1,32 +1,19 @@
-"""A child process that re-runs test nodes (``python -m pytest <nodeid>...``, started without a shell): what
-it runs for each case and where it writes (``Job``), its command line, and running it with its output
-logged. Both ``--profile`` and the fresh-process measurements start their children here; no torch, pytest
-or pandas.
+"""A profiling child's work: what it runs for each case and where it writes (``Job``), the jobs of one
+child together (``Batch``), and what each case's part of it cost; the child itself is started by
+``child.process``. No torch, pytest or pandas.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainperf.profile.child import CHILD_INFO
-from trainperf.profile.process_group import run_in_own_group
-
-PERMISSION_HINT = (
-    "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM): run as root, or load the driver "
-    "with NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
-)
-
-
-class ProfileError(RuntimeError):
-    """A profiler run that yielded no profile; the message is the one-line note for the report."""
+from trainperf.child.process import ChildError, child_argv, run_logged
+from trainperf.child.protocol import CHILD_INFO
 
 
 @dataclass(frozen=True)
@@ -79,59 +66,10 @@ class Batch:
         return run_logged(argv, out / log_name, self.jobs[0].rootdir, self.timeout_s, output, **kwargs)
 
 
-def child_argv(nodeids: Sequence[str], pytest_args: Sequence[str], out_dir: Path, main: str = "pytest") -> list[str]:
-    """``python -m pytest <nodeid>...`` (or another ``main`` module that runs pytest) in child mode, writing
-    under ``out_dir``. Without the plugins a child has no use for: unraisableexception's exit collects the
-    garbage up to five times."""
-    argv = [sys.executable, "-m", main, *nodeids, "-q", "--no-header", "-p", "no:cacheprovider"]
-    argv += ["-p", "no:xdist", "-p", "no:logging", "-p", "no:unraisableexception", *pytest_args]
-    return [*argv, "--trainperf-child", str(out_dir)]
-
-
-def run_logged(
-    argv: Sequence[str],
-    log: Path,
-    cwd: Path,
-    timeout_s: float,
-    output: Path | None = None,
-    extra_env: Mapping[str, str] | None = None,
-    check: bool = True,
-) -> int:
-    """Run ``argv`` from ``cwd`` (``extra_env`` added to its environment), its output in ``log`` (its
-    standard output alone in ``output`` when given); its exit status. ProfileError on a timeout (every
-    process it started stopped), ncu's permission error, or (with ``check``) a status other than 0."""
-    env = None if extra_env is None else {**os.environ, **extra_env}
-    tool = Path(argv[0]).name
-    with contextlib.ExitStack() as stack:
-        try:
-            log.parent.mkdir(parents=True, exist_ok=True)
-            handle = stack.enter_context(log.open("w", encoding="utf-8"))
-            stdout = stack.enter_context(output.open("w")) if output is not None else handle
-        except OSError as error:
-            raise ProfileError(f"{tool}: its log cannot be written: {type(error).__name__}: {error}") from None
-        try:
-            status = run_in_own_group(argv, timeout_s, cwd=cwd, env=env, stdout=stdout, stderr=handle)
-        except subprocess.TimeoutExpired:
-            raise ProfileError(f"{tool} timed out after {timeout_s:g} s (log: {log})") from None
-        except OSError as error:
-            raise ProfileError(f"{tool} could not start: {error}") from None
-    text = log.read_text(encoding="utf-8", errors="replace")
-    if "ERR_NVGPUCTRPERM" in text:
-        raise ProfileError(PERMISSION_HINT)
-    if check and status != 0:
-        raise ProfileError(f"{tool} exited with status {status}: {last_line(text)} (log: {log})")
-    return status
-
-
-def last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else "no output"
-
-
 def require_child_ran(job: Job, log: Path | None = None) -> None:
     if not (job.out_dir / CHILD_INFO).is_file():
         where = f"log: {log}" if log is not None else f"log in {job.out_dir}"
-        raise ProfileError(f"the child process ran no marked iteration of {job.nodeid} ({where})")
+        raise ChildError(f"the child process ran no marked iteration of {job.nodeid} ({where})")
 
 
 def own_seconds(job: Job, since: float) -> float:

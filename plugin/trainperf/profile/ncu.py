@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from trainperf.child.process import ChildError, last_line
+from trainperf.child.protocol import CASE_STARTS
+from trainperf.measure.torch_trace import ProfileFormatError, short_name
 from trainperf.profile import roofline as roof
 from trainperf.profile.backend import Backend, Profile
-from trainperf.profile.child import CASE_STARTS, case_folder
-from trainperf.profile.job import Batch, Job, ProfileError, last_line, require_child_ran
-from trainperf.profile.launches import ProfileFormatError, short_name
+from trainperf.profile.job import Batch, Job, require_child_ran
 from trainperf.profile.ncu_raw import read_ncu_raw
 from trainperf.profile.roofline import RooflinePoint, roofline
 from trainperf.profile.tools import Tool
+from trainperf.spec.case import case_folder
 
 REPORT = "ncu"  # ncu.ncu-rep and ncu.csv in the batch's folder
 LOG = "ncu.log"
@@ -85,7 +87,7 @@ class NcuProfiler:
         self.tool = tool
         self.timeline = timeline  # the torch.profiler trace: the Top-5 to profile
 
-    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+    def profile(self, batch: Batch) -> list[Profile | ChildError]:
         """Every case with a Top-5 profiled in one ncu child; a case the child ran no marked iteration of
         (its test failed there) has the reason, the others their profile."""
         found = self.timeline.profile(batch)
@@ -100,7 +102,7 @@ class NcuProfiler:
             for job, top in zip(batch.jobs, found, strict=True)
         ]
 
-    def _raw_page(self, child: Batch, tops: list[pd.DataFrame]) -> pd.DataFrame | ProfileError:
+    def _raw_page(self, child: Batch, tops: list[pd.DataFrame]) -> pd.DataFrame | ChildError:
         """The child run under ncu (its status aside: a case whose test failed there lacks its marked
         iteration alone), then its report's raw page."""
         log = child.out_dir / LOG
@@ -109,26 +111,26 @@ class NcuProfiler:
             child.run(profile_argv(self.tool, child, tops), LOG, extra_env=CHILD_ENV, check=False)
             if not report_file(child).is_file():
                 text = log.read_text(encoding="utf-8", errors="replace")
-                raise ProfileError(f"ncu wrote no report: {last_line(text)} (log: {log})")
+                raise ChildError(f"ncu wrote no report: {last_line(text)} (log: {log})")
             child.run(import_argv(self.tool, child), "ncu-import.log", output_name=f"{REPORT}.csv")
             return read_ncu_raw(child.out_dir / f"{REPORT}.csv")
         except ProfileFormatError as error:
-            return ProfileError(f"ncu: {error}")
-        except ProfileError as error:
+            return ChildError(f"ncu: {error}")
+        except ChildError as error:
             return error
 
     def _one(
-        self, job: Job, found: Profile, raw: pd.DataFrame | ProfileError, child: Batch, slow_replay: bool
-    ) -> Profile | ProfileError:
+        self, job: Job, found: Profile, raw: pd.DataFrame | ChildError, child: Batch, slow_replay: bool
+    ) -> Profile | ChildError:
         """The case's Top-5 with the roofline points of its kernels' launches in the child's raw page."""
-        if isinstance(raw, ProfileError):
+        if isinstance(raw, ChildError):
             return raw
         try:
             require_child_ran(job, child.out_dir / LOG)
             points = roofline(label_launches(raw, found.configs))
         except ProfileFormatError as error:
-            return ProfileError(f"ncu: {error}")
-        except ProfileError as error:
+            return ChildError(f"ncu: {error}")
+        except ChildError as error:
             return error
         return dataclasses.replace(
             found,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainperf.profile.launches import ProfileFormatError
+from trainperf.measure.torch_trace import ProfileFormatError
 
 ID_COLUMNS = ("ID", "Kernel Name")
 SHAPE_COLUMNS = ("Grid Size", "Block Size")  # "(2, 66, 1)": kept as text where the page has them

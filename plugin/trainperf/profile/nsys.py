@@ -4,9 +4,11 @@ launched it, and its NVTX ranges as CSV, a supported output."""
 
 from __future__ import annotations
 
+from trainperf.child.process import ChildError
+from trainperf.measure import torch_trace
 from trainperf.profile import launches
 from trainperf.profile.backend import Profile, from_capture
-from trainperf.profile.job import Batch, Job, ProfileError, require_child_ran
+from trainperf.profile.job import Batch, Job, require_child_ran
 from trainperf.profile.tools import Tool
 
 REPORT = "nsys"  # nsys.nsys-rep, its nsys.sqlite and the nsys_<report>.csv files in the job's folder
@@ -35,13 +37,13 @@ class NsysProfiler:
     def __init__(self, tool: Tool) -> None:
         self.tool = tool
 
-    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+    def profile(self, batch: Batch) -> list[Profile | ChildError]:
         """One child a case: nsys captures the first cudaProfilerStart/Stop range of a process."""
-        found: list[Profile | ProfileError] = []
+        found: list[Profile | ChildError] = []
         for job in batch.jobs:
             try:
                 found.append(self._one(job))
-            except ProfileError as error:
+            except ChildError as error:
                 found.append(error)
         return found
 
@@ -56,7 +58,7 @@ class NsysProfiler:
         one.run(stats_argv(self.tool, job), "nsys-stats.log")
         try:
             capture = launches.read_nsys_stats(prefix)
-        except launches.ProfileFormatError as error:
-            raise ProfileError(str(error)) from None
+        except torch_trace.ProfileFormatError as error:
+            raise ChildError(str(error)) from None
         tool = f"nsys {self.tool.version}"
         return from_capture(capture, tool, job, [job.out_dir / f"{REPORT}.nsys-rep", *tables])

@@ -9,13 +9,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainperf.child.process import ChildError
+from trainperf.measure.marks import TRACE
 from trainperf.profile import tools
 from trainperf.profile.backend import Backend, Profile
-from trainperf.profile.child import TRACE, case_folder
-from trainperf.profile.job import Batch, Job, ProfileError, own_seconds
+from trainperf.profile.job import Batch, Job, own_seconds
 from trainperf.profile.ncu import NcuProfiler
 from trainperf.profile.nsys import NsysProfiler
 from trainperf.profile.torchprof import TorchProfiler
+from trainperf.spec.case import case_folder
 
 
 @dataclass
@@ -107,12 +109,12 @@ def profile_cases(backend: Backend, jobs: Sequence[Job]) -> list[CaseProfile]:
         found = backend.profile(Batch(tuple(jobs)))
     except Exception as error:  # a profiler's surprise must not fail a case: it becomes its note
         where = jobs[0].out_dir.parent if len(jobs) > 1 else jobs[0].out_dir
-        found = [ProfileError(f"{type(error).__name__}: {error} (files in {where})")] * len(jobs)
+        found = [ChildError(f"{type(error).__name__}: {error} (files in {where})")] * len(jobs)
     own = [own_seconds(job, since) for job in jobs]
     share = max(time.perf_counter() - started - sum(own), 0.0) / len(jobs)
     return [
         CaseProfile(mine + share, job.out_dir, batch=len(jobs), error=f"{backend.name}: {one}")
-        if isinstance(one, ProfileError)
+        if isinstance(one, ChildError)
         else CaseProfile(mine + share, job.out_dir, profile=one, batch=len(jobs))
         for job, one, mine in zip(jobs, found, own, strict=True)
     ]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainperf.profile.process_group import run_in_own_group
+from trainperf.child.process_group import run_in_own_group
 
 OVERRIDES = {"nsys": "TRAINPERF_NSYS", "ncu": "TRAINPERF_NCU"}
 PROBE_TIMEOUT_S = 60.0  # a --version probe's limit when no profile timeout is given

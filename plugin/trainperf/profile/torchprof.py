@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainperf.profile import backend, launches
+from trainperf.child.process import ChildError
+from trainperf.measure import torch_trace
+from trainperf.measure.marks import TRACE
+from trainperf.profile import backend
 from trainperf.profile.backend import Profile
-from trainperf.profile.child import TRACE
-from trainperf.profile.job import Batch, Job, ProfileError, require_child_ran
+from trainperf.profile.job import Batch, Job, require_child_ran
 
 LOG = "torch.log"
 
@@ -22,7 +24,7 @@ class TorchProfiler:
     def __init__(self, torch_version: str) -> None:
         self.tool = f"torch.profiler {torch_version}"
 
-    def profile(self, batch: Batch) -> list[Profile | ProfileError]:
+    def profile(self, batch: Batch) -> list[Profile | ChildError]:
         """From the test process's trace where it left one (no process to start); the other cases' traces
         from one child that runs them all."""
         untraced = Batch(tuple(job for job in batch.jobs if job.trace is None))
@@ -32,11 +34,11 @@ class TorchProfiler:
         failed = None
         try:
             untraced.run(untraced.argv(torch_trace=True), LOG, check=False)
-        except ProfileError as error:
+        except ChildError as error:
             failed = error
         return [self._one(job, failed, untraced.out_dir / LOG) for job in batch.jobs]
 
-    def _one(self, job: Job, failed: ProfileError | None, log: Path | None) -> Profile | ProfileError:
+    def _one(self, job: Job, failed: ChildError | None, log: Path | None) -> Profile | ChildError:
         try:
             if job.trace is not None:
                 return _from_trace(job.trace, f"{self.tool} (test process)", job)
@@ -44,13 +46,13 @@ class TorchProfiler:
                 return failed
             require_child_ran(job, log)
             return _from_trace(job.out_dir / TRACE, self.tool, job)
-        except ProfileError as error:
+        except ChildError as error:
             return error
 
 
 def _from_trace(trace: Path, tool: str, job: Job) -> Profile:
     try:
-        capture = launches.read_torch_trace(trace)
-    except launches.ProfileFormatError as error:
-        raise ProfileError(str(error)) from None
+        capture = torch_trace.read_torch_trace(trace)
+    except torch_trace.ProfileFormatError as error:
+        raise ChildError(str(error)) from None
     return backend.from_capture(capture, tool, job, [trace])

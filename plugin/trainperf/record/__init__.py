@@ -1,4 +1,4 @@
 """The session's state (no I/O), each case's result and the run document every report reads.
 
-May import ``config``, ``spec``, ``profile``, ``measure``, ``judge`` and ``store``.
+May import ``config``, ``spec``, ``measure``, ``child``, ``profile``, ``judge`` and ``store``.
 """

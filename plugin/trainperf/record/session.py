@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from trainperf.child.measuring import Children
+from trainperf.child.protocol import ChildRun
 from trainperf.config.settings import Settings
 from trainperf.judge import host_work_check, policy, stats
 from trainperf.judge.checks import Baseline
 from trainperf.judge.verdict import Verdict
 from trainperf.measure import device as devices
-from trainperf.measure.fresh_process import Children
 from trainperf.measure.launcher import Launch
 from trainperf.measure.measurement import Measurement
-from trainperf.profile.child import ChildRun
 from trainperf.record.result import CaseEntry, CaseResult
 from trainperf.spec.workload import FULL, TINY
 from trainperf.store import baselines

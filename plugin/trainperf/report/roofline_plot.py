@@ -11,7 +11,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from trainperf.profile.launches import short_name
+from trainperf.measure.torch_trace import short_name
 from trainperf.profile.roofline import RooflinePoint
 from trainperf.store.locked_file import atomic_write
 

@@ -4,8 +4,10 @@ workload's cases, whose reference every speedup is measured against."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainperf.spec.optimization import REFERENCE, Optimization
@@ -74,3 +76,8 @@ class Ladder:
     def ids(optimization: Optimization) -> str:
         """The test id of a case: ``pytest.mark.parametrize(..., ids=Ladder.ids)``."""
         return optimization.name
+
+
+def case_folder(root: Path, case_key: str) -> Path:
+    """A case's own folder under ``root``, named from its key: ``gpt2/stack`` -> ``root/gpt2-stack``."""
+    return root / re.sub(r"[^A-Za-z0-9_.-]+", "-", case_key)

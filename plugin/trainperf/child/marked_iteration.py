@@ -18,11 +18,12 @@ from pathlib import Path
 
 import torch
 
+from trainperf.child.protocol import CASE_RANGE, CASE_STARTS, CHILD_INFO
+from trainperf.measure.marks import MARK, TRACE
 from trainperf.measure.runner import Prepared, free_memory, prepare, seed_everything
 from trainperf.measure.steps import backend_settings
 from trainperf.measure.timing import synchronize
-from trainperf.profile.child import CASE_RANGE, CASE_STARTS, CHILD_INFO, MARK, TRACE, case_folder
-from trainperf.spec.case import CaseSpec
+from trainperf.spec.case import CaseSpec, case_folder
 
 
 def run_marked_iteration(spec: CaseSpec, root: Path, torch_profiler: bool) -> None:

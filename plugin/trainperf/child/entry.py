@@ -1,4 +1,4 @@
-"""A measuring child's entry point (``python -m trainperf.measure.fresh_child <pytest args>``): pytest,
+"""A measuring child's entry point (``python -m trainperf.child.entry <pytest args>``): pytest,
 then the process ends at once. The measurement is on disk when pytest returns; the interpreter's
 teardown that would follow (every module's objects freed, torch's among them) takes about a second and
 writes nothing the parent reads."""

@@ -16,13 +16,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainperf.child.process import ChildError, child_argv, run_logged
+from trainperf.child.protocol import MEASUREMENT
 from trainperf.measure.measurement import Measurement
-from trainperf.profile.child import MEASUREMENT
-from trainperf.profile.job import ProfileError, child_argv, run_logged
-
-
-class IsolatedRunError(RuntimeError):
-    """A measuring child that yielded no measurement; the message says why and where its log is."""
 
 
 @dataclass(frozen=True)
@@ -39,15 +35,15 @@ def measure(children: Children, nodeid: str, what: str, warmup: int, iters: int)
     folder = Path(tempfile.mkdtemp(prefix="trainperf-run-"))  # kept, with the child's log, when it fails
     args = (*children.pytest_args, f"--perf-warmup={warmup}", f"--perf-iters={iters}")
     # pytest, then an exit without the interpreter's teardown: it has written its measurement by then
-    argv = child_argv([nodeid], args, folder, main="trainperf.measure.fresh_child")
+    argv = child_argv([nodeid], args, folder, main="trainperf.child.entry")
     argv += ["--trainperf-child-measure", what]
     try:
         run_logged(argv, folder / "child.log", children.rootdir, children.timeout_s)
-    except ProfileError as error:
-        raise IsolatedRunError(f"{what} measured in a fresh process: {error}") from None
+    except ChildError as error:
+        raise ChildError(f"{what} measured in a fresh process: {error}") from None
     written = folder / MEASUREMENT
     if not written.is_file():
-        raise IsolatedRunError(f"{what} measured in a fresh process: no {MEASUREMENT} (log: {folder / 'child.log'})")
+        raise ChildError(f"{what} measured in a fresh process: no {MEASUREMENT} (log: {folder / 'child.log'})")
     measured = Measurement(**json.loads(written.read_text(encoding="utf-8")))
     shutil.rmtree(folder, ignore_errors=True)
     return measured

@@ -1,16 +1,13 @@
 """What the parent tells a child process (pure: no torch, no pytest): the child re-runs test nodes to
 profile one marked iteration of each of their cases (``--profile``), or one node to measure its case (or
-its reference) afresh in a process of its own (``fresh_process``)."""
+its reference) afresh in a process of its own (``measuring``)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-MARK = "trainperf_iteration"  # the NVTX / record_function range around the profiled iteration
 CASE_RANGE = "trainperf_case:{key}"  # the NVTX range around a case's marked iteration, in a child of several
-TRACE = "trace.json"  # the torch.profiler trace of the marked iteration
 CHILD_INFO = "child.json"  # written by the child when it ran its marked iteration
 MEASUREMENT = "measurement.json"  # written by a child that measured a case
 MEASURE = ("case", "reference")  # what a measuring child measures
@@ -24,8 +21,3 @@ class ChildRun:
     out_dir: Path
     torch: bool  # run the marked iteration under torch.profiler and write its trace
     measure: str | None = None  # "case" or "reference": measure it and write MEASUREMENT instead
-
-
-def case_folder(root: Path, case_key: str) -> Path:
-    """``gpt2/stack`` -> ``root/gpt2-stack``."""
-    return root / re.sub(r"[^A-Za-z0-9_.-]+", "-", case_key)
