@@ -152,6 +152,23 @@ def test_a_recording_whose_fresh_process_fails_writes_nothing_and_keeps_the_stor
     assert baseline_file(pytester).read_text() == stored
 
 
+@pytest.mark.slow
+def test_a_fresh_process_keeps_the_case_time_limit_and_fails_as_a_child(pytester: pytest.Pytester) -> None:
+    """A case run afresh is held to its own time limit (``--perf-timeout``), not the profilers' one; past
+    it, the recording fails naming the fresh process and its log."""
+    toy = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
+    options = '{"hang_s": 30.0, "calm_once": "calm-once"}'
+    pytester.makepyfile(toy_workload=toy, test_toy=ONCE_SLOW.replace("OPTIONS", options))
+    (pytester.path / "calm-once").touch()  # the test process's run does not hang, its fresh processes do
+    result = pytester.runpytest(*BASE, "--update-baselines", "--perf-timeout=5")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*toy/reference: not recorded: each of its 3 runs must be fresh: case measured in a fresh process: *"]
+    )
+    (log,) = re.findall(r"\(log: (\S+child\.log)\)", result.stdout.str())[:1]
+    assert "toy/reference: stopped after 5 s, its time limit" in Path(log).read_text(encoding="utf-8")
+
+
 TWO_CASES_FIRST_SLOW_ONCE = """
 import pytest
 from toy_workload import Toy

@@ -9,7 +9,9 @@ reference's), ``images`` counts its samples as images, ``slow_once`` names a fil
 deletes it and adds ``slow_once_ms`` (20 by default) of host time to every step (a case that looks slower
 once), ``raise_in`` ("build", "step" or "evaluate") raises a ValueError there (a broken case), or with
 "interrupt" a KeyboardInterrupt in its build (Ctrl-C), ``hang_s`` sleeps that long in its second step (a hung
-case), ``out_of_memory`` raises torch's out-of-memory error from its third step, ``build_once`` names a file:
+case; ``calm_once`` names a file: the build that finds it deletes it and does not hang, so that only the
+fresh processes after the test process's run hang), ``out_of_memory`` raises torch's out-of-memory error
+from its third step, ``build_once`` names a file:
 the build that finds it deletes it, and a build that finds none raises a ValueError (a case that cannot be
 built again, as one whose fresh process runs out of GPU memory beside the test process); in a data-parallel
 run, ``fail_on_ranks`` raises on those ranks and ``hang_on_ranks`` sleeps there for a minute, from the second
@@ -84,6 +86,7 @@ class Toy:
         rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else None
         fails = rank in optimization.options.get("fail_on_ranks", ())
         hangs = rank in optimization.options.get("hang_on_ranks", ())
+        hang_s = 0.0 if _found_once(optimization.options.get("calm_once")) else optimization.options.get("hang_s", 0.0)
         steps = [0]
 
         def batches() -> Iterator[Batch]:
@@ -99,7 +102,7 @@ class Toy:
             if out_of_memory and steps[0] >= 3:
                 raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (toy)")
             if steps[0] == 2:
-                time.sleep(float(optimization.options.get("hang_s", 0.0)))
+                time.sleep(float(hang_s))
             if raise_in == "step" and steps[0] >= 2:
                 raise ValueError(f"toy step {steps[0]} failed")
             if fails and steps[0] >= 2:

@@ -20,6 +20,10 @@ from trainperf.child.process import ChildError, child_argv, run_logged
 from trainperf.child.protocol import MEASUREMENT
 from trainperf.measure.measurement import Measurement
 
+# the child's own start (the interpreter, torch, pytest's collection) beyond the case's time limit, which
+# the child keeps itself: the parent stops a child that outlives both, as one hung where no signal reaches
+START_S = 120.0
+
 
 @dataclass(frozen=True)
 class Children:
@@ -27,18 +31,18 @@ class Children:
 
     rootdir: Path
     pytest_args: tuple[str, ...]  # rootdir, ini file, device
-    timeout_s: float
 
 
-def measure(children: Children, nodeid: str, what: str, warmup: int, iters: int) -> Measurement:
-    """``what`` ("case" or "reference") of the node's case, measured in a fresh process."""
+def measure(children: Children, nodeid: str, what: str, warmup: int, iters: int, limit_s: float) -> Measurement:
+    """``what`` ("case" or "reference") of the node's case, measured in a fresh process within the case's
+    time limit (``limit_s``, as in the test process); ChildError says why there is no measurement."""
     folder = Path(tempfile.mkdtemp(prefix="trainperf-run-"))  # kept, with the child's log, when it fails
-    args = (*children.pytest_args, f"--perf-warmup={warmup}", f"--perf-iters={iters}")
+    args = (*children.pytest_args, f"--perf-warmup={warmup}", f"--perf-iters={iters}", f"--perf-timeout={limit_s:g}")
     # pytest, then an exit without the interpreter's teardown: it has written its measurement by then
     argv = child_argv([nodeid], args, folder, main="trainperf.child.entry")
     argv += ["--trainperf-child-measure", what]
     try:
-        run_logged(argv, folder / "child.log", children.rootdir, children.timeout_s)
+        run_logged(argv, folder / "child.log", children.rootdir, limit_s + START_S)
     except ChildError as error:
         raise ChildError(f"{what} measured in a fresh process: {error}") from None
     written = folder / MEASUREMENT

@@ -170,8 +170,8 @@ OPTIONS: dict[str, OptionSpec] = {
         OptionSpec(
             "timeout",
             "--perf-timeout",
-            "seconds one run of a case in the test process may take before it is stopped and failed "
-            "(default: 300 + 2 per warm-up or timed iteration)",
+            "seconds one run of a case may take, in the test process or a fresh one, before it is stopped "
+            "and failed (default: 300 + 2 per warm-up or timed iteration)",
             _seconds,
             None,
             in_marker=True,

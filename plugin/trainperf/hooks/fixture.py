@@ -60,7 +60,7 @@ class TrainPerf:
         declared = Optimization(REFERENCE) if reference is None else reference
         child = self.session.child
         if child is not None and child.measure is not None:  # a fresh process measuring for its parent
-            measuring.write(run_case(spec.but(declared) if child.measure == REFERENCE else spec), child.out_dir)
+            measuring.write(self._limited(spec.but(declared) if child.measure == REFERENCE else spec), child.out_dir)
             return None
         if child is not None:
             from trainperf.child.marked_iteration import run_marked_iteration
@@ -199,7 +199,8 @@ class TrainPerf:
         what = "case" if reference is None else REFERENCE
         if children is not None:
             try:
-                return measuring.measure(children, self.selector or self.nodeid, what, spec.warmup, spec.iters)
+                node = self.selector or self.nodeid
+                return measuring.measure(children, node, what, spec.warmup, spec.iters, self._limit_s(spec))
             except ChildError as error:
                 if (runs := self.session.settings.runs_per_case) > 1:  # no second measurement is taken then
                     pytest.fail(f"{spec.key}: not recorded: each of its {runs} runs must be fresh: {error}", False)

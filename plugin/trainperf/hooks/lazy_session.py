@@ -83,7 +83,7 @@ class LazySession:
         args = ["--rootdir", str(config.rootpath), f"--perf-device={device.type}"]
         if config.inipath is not None:
             args += ["-c", str(config.inipath)]
-        return Children(config.rootpath, tuple(args), self.settings.profile_timeout)
+        return Children(config.rootpath, tuple(args))
 
     def _set_up_profiling(self, session: PerfSession, device: torch.device) -> None:
         """The session's profiler backend, the profiles' folder and what the child's pytest needs."""
@@ -101,7 +101,8 @@ class LazySession:
         root = report / "profiles"
         children = session.children
         assert children is not None
-        session.profiling = ProfileSetup(backend, root, children.rootdir, children.pytest_args, children.timeout_s)
+        timeout = settings.profile_timeout
+        session.profiling = ProfileSetup(backend, root, children.rootdir, children.pytest_args, timeout)
         session.note(f"profiles written under {root}")
 
 
