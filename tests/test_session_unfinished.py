@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainperf.judge import stats
+from trainperf.measure.measurement import Measurement
+from trainperf.record.result import CaseResult
+
 from tests.test_session_baseline import session
+
+
+def measurement() -> Measurement:
+    return Measurement([12.0], [0.0], [1.0], 0.9, 0.5, None, 1.0, 0.5, 32, None, 1, 1)
 
 
 def test_a_case_stopped_in_its_second_measurement_keeps_the_first(tmp_path: Path) -> None:
     perf = session(tmp_path, {})
-    perf.record_waiting("w/a", "test_w[a]", "w/a: slower than baseline: median 12.0 ms vs baseline 10.0 ms")
+    first = CaseResult(
+        "w/a", "test_w[a]", "w", "a", {}, "loss", measurement(), stats.summarize([12.0]), 1.0, 10.0, [], None
+    )
+    perf.hold("w/a", "test_w[a]", first, {"baseline": "w/a: slower than baseline: median 12.0 ms vs baseline 10.0 ms"})
     perf.record_unfinished("w/a", "test_w[a]", "interrupted", "the session was stopped while it ran")
     perf.leave_unjudged()  # the session's end: nothing is listed twice
     (case,) = perf.unfinished

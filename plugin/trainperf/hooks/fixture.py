@@ -210,16 +210,15 @@ class TrainPerf:
     def _judged(self, spec: CaseSpec, declared: Optimization) -> CaseResult:
         """The case judged; one that looks slower or short of its speedup is measured again (``_confirmed``)."""
         late = self.late
-        held = None if late is None else late.take(self.nodeid, spec.key)
+        held = None if late is None else late.take(self.session, self.nodeid, spec.key)
         if held is not None:  # this item's run at the end of the session
             return self._confirmed(spec, held.first, held.suspect, declared, time.monotonic() - held.at)
         measurement = self._measure_runs(spec)
         first = self._result(spec, measurement, self._reference(spec, measurement, declared))
         suspect = self._second_measurement_due(spec, first)
         if suspect and late is not None and late.may_hold(self.nodeid):
-            late.hold(self.nodeid, spec.key, first, suspect)
+            late.hold(self.session, self.nodeid, spec.key, first, suspect)
             why = "; ".join(suspect.values())
-            self.session.record_waiting(spec.key, self.nodeid, why)
             save_progress(self.session)
             self.session.progress(f"{spec.key}: measured again at the end of the session ({why})")
             raise ConfirmLater(spec.key)

@@ -18,9 +18,7 @@ measurement follows the first.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -29,22 +27,13 @@ from _pytest.runner import runtestprotocol
 if TYPE_CHECKING:
     from trainperf.hooks.attach_profile import ToProfile
     from trainperf.record.result import CaseResult
-    from trainperf.record.session import PerfSession
+    from trainperf.record.session import Held, PerfSession
 
 PLUGIN_NAME = "trainperf-late-confirmation"
 
 
 class ConfirmLater(BaseException):  # an outcome, as pytest's own Skipped and Failed are
     """Ends a test whose case will be measured again at the end of the session; never reported."""
-
-
-@dataclass
-class Held:
-    """A case's first measurement, its failed checks' messages, and when it was taken."""
-
-    first: CaseResult
-    suspect: dict[str, str]
-    at: float = field(default_factory=time.monotonic)
 
 
 class LateConfirmation:
@@ -54,22 +43,26 @@ class LateConfirmation:
 
     def __init__(self, profiles_at_end: bool = True) -> None:
         self.profiles_at_end = profiles_at_end
-        self.held: dict[tuple[str, str], Held] = {}  # by node id and case
         self.waiting: list[pytest.Item] = []
         self.to_profile: list[ToProfile] = []
         self.unlogged: list[tuple[pytest.Item, list[pytest.TestReport]]] = []  # waiting for their profile
-        self.session: PerfSession | None = None  # the cases' session, where one is profiled
+        self.session: PerfSession | None = None  # the cases' session, where one is held or profiled
 
     def may_hold(self, nodeid: str) -> bool:
         """Whether this item runs for the first time: in its run at the end, a case is measured again at once."""
         return all(item.nodeid != nodeid for item in self.waiting)
 
-    def hold(self, nodeid: str, case: str, first: CaseResult, suspect: dict[str, str]) -> None:
-        self.held[(nodeid, case)] = Held(first, suspect)
+    def hold(self, session: PerfSession, nodeid: str, case: str, first: CaseResult, suspect: dict[str, str]) -> None:
+        """The case waits in the session (``PerfSession.held``) for its item's run at the end."""
+        self.session = session
+        session.hold(case, nodeid, first, suspect)
 
-    def take(self, nodeid: str, case: str) -> Held | None:
+    def take(self, session: PerfSession, nodeid: str, case: str) -> Held | None:
         """The case's held first measurement, in the item's run at the end; None otherwise."""
-        return None if self.may_hold(nodeid) else self.held.get((nodeid, case))
+        return None if self.may_hold(nodeid) else session.held.get((case, nodeid))
+
+    def _holds(self, nodeid: str) -> bool:
+        return self.session is not None and any(held == nodeid for _, held in self.session.held)
 
     def profile_later(self, session: PerfSession, case: ToProfile) -> None:
         self.session = session
@@ -83,7 +76,7 @@ class LateConfirmation:
             return None
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
-        if any(nodeid == item.nodeid for nodeid, _ in self.held):
+        if self._holds(item.nodeid):
             self.waiting.append(item)
         else:
             self._log_or_keep(item, reports)
@@ -108,7 +101,8 @@ class LateConfirmation:
                     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
                     self._log_or_keep(item, runtestprotocol(item, nextitem=None, log=False))
                     self.waiting.remove(item)
-                    self.held = {key: held for key, held in self.held.items() if key[0] != item.nodeid}
+                    if self.session is not None:
+                        self.session.held = {key: h for key, h in self.session.held.items() if key[1] != item.nodeid}
             if self.to_profile and self.session is not None:
                 from trainperf.hooks.attach_profile import attach_late
 

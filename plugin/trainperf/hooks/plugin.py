@@ -249,7 +249,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _keep_unjudged(perf: PerfSession, late: LateConfirmation) -> None:
     """Name the items the session left waiting for their second measurement, and list each of their
-    cases among those that did not finish, with its first measurement's figures (``PerfSession.waiting``)."""
+    cases among those that did not finish, with its first measurement's figures (``PerfSession.held``)."""
     if unjudged := late.unjudged():
         perf.note(f"not judged: the session ended before their second measurement: {', '.join(unjudged)}")
     perf.leave_unjudged()

@@ -6,6 +6,7 @@ Lives in ``config.stash``; the fixture gets callbacks from it, and the report re
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,20 @@ HOST_FIGURES = ("host_dispatch_us", "gpu_busy_share", "mean_sm_clock_mhz")
 
 
 @dataclass
+class Held:
+    """A case held for its second measurement at the session's end: its first measurement, the messages
+    of the checks that may change (by check), and when it was taken."""
+
+    first: CaseResult
+    suspect: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.suspect.values())
+
+
+@dataclass
 class PerfSession:
     settings: Settings
     device: torch.device
@@ -52,7 +67,7 @@ class PerfSession:
     accepted: dict[str, float] = field(default_factory=dict)  # medians --perf-history/--perf-calibrate add
     accepted_figures: dict[str, dict[str, float]] = field(default_factory=dict)  # their calls and busy share
     unfinished: list[dict[str, str]] = field(default_factory=list)  # cases that started and did not finish
-    waiting: dict[tuple[str, str], str] = field(default_factory=dict)  # (case, node id): its first measurement
+    held: dict[tuple[str, str], Held] = field(default_factory=dict)  # by (case, node id): for a second measurement
     child: ChildRun | None = None  # set in the child process that --profile starts
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
     progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
@@ -112,29 +127,29 @@ class PerfSession:
             )
             for key, value in figures.items():
                 self.accepted_figures.setdefault(key, {})[result.key] = value
-        self.waiting.pop((result.key, result.nodeid), None)
+        self.held.pop((result.key, result.nodeid), None)
 
     def record_unfinished(self, key: str, nodeid: str, verdict: Verdict, reason: str) -> None:
         """A case that started and ended without a measurement (an error, its time limit, an interrupt):
         every report lists it with its verdict and one-line reason."""
-        first = self.waiting.pop((key, nodeid), None)  # stopped in its second measurement: keep the first's
-        why = reason if first is None else f"{reason}; first measurement: {first}"
+        held = self.held.pop((key, nodeid), None)  # stopped in its second measurement: keep the first's
+        why = reason if held is None else f"{reason}; first measurement: {held.reason}"
         self.unfinished.append(_unfinished(key, nodeid, verdict, why))
 
     def unjudged(self) -> list[dict[str, str]]:
         """Each case held for its second measurement, as a case that did not finish: its first measurement's
         failed checks are the reason."""
-        return [_unfinished(case, nodeid, Verdict.NOT_JUDGED, f"first measurement: {first}")
-                for (case, nodeid), first in self.waiting.items()]  # fmt: skip
+        return [_unfinished(case, nodeid, Verdict.NOT_JUDGED, f"first measurement: {held.reason}")
+                for (case, nodeid), held in self.held.items()]  # fmt: skip
 
     def leave_unjudged(self) -> None:
         """At the session's end: the cases still held join those that did not finish."""
         self.unfinished += self.unjudged()
-        self.waiting.clear()
+        self.held.clear()
 
-    def record_waiting(self, key: str, nodeid: str, first: str) -> None:
-        """A case held for its second measurement at the end of the session, with its first one's failed checks."""
-        self.waiting[(key, nodeid)] = first
+    def hold(self, key: str, nodeid: str, first: CaseResult, suspect: dict[str, str]) -> None:
+        """A case held for its second measurement at the end of the session, with its first one."""
+        self.held[(key, nodeid)] = Held(first, suspect)
 
     @property
     def keeps_history(self) -> bool:
