@@ -72,7 +72,7 @@ class PerfSession:
     profiling: ProfileSetup | None = None  # with --profile, in the parent process
     progress: Callable[[str], None] = print  # a line shown while a long step (profiling) runs
     confirmations: int = 0  # cases measured again before failing, in this session
-    children: Children | None = None  # how a fresh process re-runs a node (set by the lazy session)
+    children: Children | None = None  # how a fresh process re-runs a node (set by the session object, hooks.session)
     launch: Launch | None = None  # this process's rank where torchrun (or another launcher) started it
 
     @property
