@@ -175,8 +175,9 @@ def _case_options(item: pytest.Item, settings: Settings) -> CaseOptions:
     """The iterations and time limit the session or the item's ``trainperf`` marker sets; a usage error
     naming the item for a bad marker."""
     marker = item.get_closest_marker(MARKER)
+    args, kwargs = (tuple(marker.args), marker.kwargs) if marker else ((), {})
     try:
-        return case_options(settings, tuple(marker.args), marker.kwargs) if marker else case_options(settings, (), {})
+        return case_options(settings, args, kwargs)
     except SettingError as error:
         raise pytest.UsageError(f"{item.nodeid}: {error}") from None
 
