@@ -1,6 +1,7 @@
 """pytest-trainperf: timed, accuracy-checked training optimization cases gated on per-device baselines.
 
-The public API: what a test file of your own imports. The names load on first use, so that the pure
+The public API: what a test file of your own imports, and what a script reads of a run (``read_run``,
+``baseline_file``, ``read_baselines``). The names load on first use, so that the pure
 modules (statistics, checks, baselines, settings) import without torch. ``_EXPORTS`` says where each
 one lives; the imports under ``TYPE_CHECKING`` give them their types.
 """
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from trainperf.hooks.fixture import TrainPerf
     from trainperf.measure.workers import usable_cores
+    from trainperf.record.reading import baseline_file, read_baselines, read_run
     from trainperf.spec.case import Ladder
     from trainperf.spec.optimization import REFERENCE, Metric, Optimization
     from trainperf.spec.workload import FULL, TINY, Batch, Training, Workload, loader_settings, merge_options
@@ -34,6 +36,9 @@ _EXPORTS = {
     "loader_settings": "trainperf.spec.workload",
     "usable_cores": "trainperf.measure.workers",
     "TrainPerf": "trainperf.hooks.fixture",
+    "read_run": "trainperf.record.reading",
+    "baseline_file": "trainperf.record.reading",
+    "read_baselines": "trainperf.record.reading",
 }
 __all__ = [  # spelled out for type checkers and linters; a test keeps it, the imports and _EXPORTS in step
     "FULL",
@@ -47,8 +52,11 @@ __all__ = [  # spelled out for type checkers and linters; a test keeps it, the i
     "Training",
     "Workload",
     "__version__",
+    "baseline_file",
     "loader_settings",
     "merge_options",
+    "read_baselines",
+    "read_run",
     "usable_cores",
 ]
 
