@@ -1,5 +1,6 @@
 """The GPU's busy share from NVML's utilization samples, read against a capture from an H200: one spin
-kernel kept the GPU busy for each window, after 1.5 s idle (research/studies/nvml_busy_window.py, lease AX)."""
+kernel kept the GPU busy for each window, after 1.5 s idle (research/studies/nvml_busy_window.py at commit
+8f6de94, lease AX)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ MAY_IMPORT = {
     "cli": {"config", "judge", "store", "record", "report"},
     "adapters": {"spec"},
     "hooks": {"config", "spec", "measure", "child", "profile", "judge", "store", "record", "report"},
-    "trainperf": {"spec", "measure", "hooks"},
+    "trainperf": {"spec", "measure", "record", "hooks"},
     "workloads": {"trainperf", "custom_kernels"},
     "custom_kernels": set(),
 }
@@ -215,3 +216,63 @@ def test_profile_sits_on_the_child_package_above_measure() -> None:
     assert not MAY_IMPORT["measure"] & {"child", "profile"}
     assert "profile" not in MAY_IMPORT["child"]
     assert {"measure", "child"} <= MAY_IMPORT["profile"]
+
+
+PUBLIC_USERS = ("research", "examples")  # written as a user writes: against the public API only
+SHELL_IMPORT = re.compile(r"\b(?:from|import)\s+(trainperf(?:\.\w+)*)(?:\s+import\s+([\w ,]+))?")
+
+
+PUBLIC_MODULES = ("trainperf", "trainperf.adapters")  # the README's and docs' imports
+
+
+def public_names(module: str = "trainperf") -> set[str]:
+    """The names a public module lists in ``__all__``."""
+    init = PACKAGES["trainperf"].joinpath(*module.split(".")[1:], "__init__.py")
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError(f"{init}: no __all__")
+
+
+def trainperf_imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) of each import of trainperf in a Python file or a shell script's Python lines."""
+    if path.suffix == ".sh":
+        return [(module, [n.strip() for n in names.split(",") if n.strip()])
+                for module, names in SHELL_IMPORT.findall(path.read_text(encoding="utf-8"))]  # fmt: skip
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names if alias.name.split(".")[0] == "trainperf"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "trainperf":
+            found.append((node.module or "", [alias.name for alias in node.names]))
+    return found
+
+
+def internal_imports(path: Path, public: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} import {', '.join(names)}" if names else module
+        for module, names in trainperf_imports(path)
+        if module not in public or not set(names) <= public[module]
+    ]
+
+
+def test_research_and_the_examples_import_only_the_public_api() -> None:
+    public = {module: public_names(module) for module in PUBLIC_MODULES}
+    wrong = sorted(
+        f"{path.relative_to(ROOT)}: {line}"
+        for folder in PUBLIC_USERS
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in (".py", ".sh")
+        for line in internal_imports(path, public)
+    )
+    assert not wrong, "internal imports outside the plugin (use `trainperf`'s public names):\n" + "\n".join(wrong)
+
+
+def test_an_internal_import_is_found_in_python_and_in_a_shell_script(tmp_path: Path) -> None:
+    study = tmp_path / "study.py"
+    study.write_text("import trainperf\nfrom trainperf import read_run, _EXPORTS\nfrom trainperf.judge import stats\n")
+    script = tmp_path / "study.sh"
+    script.write_text("python3 -c 'from trainperf.measure.device import fingerprint; import trainperf'\n")
+    public = {module: public_names(module) for module in PUBLIC_MODULES}
+    assert internal_imports(study, public) == ["trainperf import read_run, _EXPORTS", "trainperf.judge import stats"]
+    assert internal_imports(script, public) == ["trainperf.measure.device import fingerprint"]

@@ -56,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     kind = os.environ.get("INJECT")
     if not kind:
         return
-    from trainperf.hooks.fixture import TrainPerf
+    from trainperf import TrainPerf
 
     stored = json.loads(Path(os.environ["INJECT_BASELINES"]).read_text())["cases"]
     share = float(os.environ.get("INJECT_SHARE", "0.05"))

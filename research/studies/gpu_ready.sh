@@ -12,7 +12,7 @@ until python3 ci/gpu_check.py; do
   sleep 2
   waited=$((waited + 2))
 done
-slug=$(python3 -c 'import torch; from trainperf.measure.device import fingerprint; print(fingerprint(torch.device("cuda")).slug)')
+slug=$(python3 -c 'import trainperf; print(trainperf.baseline_file(".", "cuda").stem)')
 if [ -n "${RECORD_DEVICE:-}" ] && [ "$slug" != "$RECORD_DEVICE" ]; then
   echo "$prog: this machine's GPU is $slug, not $RECORD_DEVICE: $nothing" >&2
   exit 1

@@ -10,11 +10,12 @@ with the merged ``run.json`` and each worker's ``run-gwK.json``.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
 import pandas as pd
-from trainperf.record import document
+import trainperf
 
 WALL = re.compile(r"^(?P<label>\w+): exit (?P<status>\d+) in (?P<seconds>\d+) s: (?P<outcome>.*)$")
 
@@ -28,9 +29,9 @@ def walls(folder: Path) -> pd.DataFrame:
 
 def cases(path: Path, worker: str = "") -> pd.DataFrame:
     """Per case of one run document: median and IQR, profiling seconds and verdict."""
-    run = document.load(path)
-    frame = document.cases_frame(run.cases)[["case", "median_ms", "iqr_ms", "verdict"]]
-    frame["profile_s"] = [(case["extra_info"].get("profile") or {}).get("seconds") for case in run.cases]
+    frame = trainperf.read_run(path)[["case", "median_ms", "iqr_ms", "verdict"]]
+    cases = json.loads(path.read_text(encoding="utf-8"))["benchmarks"]
+    frame["profile_s"] = [(case["extra_info"].get("profile") or {}).get("seconds") for case in cases]
     return frame.assign(worker=worker)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,10 +37,8 @@ from typing import Any
 
 import pytest
 import torch
-from trainperf.hooks.fixture import TrainPerf
-from trainperf.judge import stats
-from trainperf.measure import device as devices
-from trainperf.store import baselines
+import trainperf
+from trainperf import TrainPerf
 
 from research.studies.study_cases import find_case
 
@@ -178,7 +177,7 @@ def gpu_ms(work: Callable[[], None], repeats: int = 5) -> float:
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return stats.summarize(times).median
+    return statistics.median(times)
 
 
 class GpuWork:
@@ -212,12 +211,11 @@ def gpu_work() -> GpuWork:
 
 def stored_median_ms(case: str) -> float:
     """The median of ``case``'s stored samples on this GPU; skips the test where none is stored."""
-    slug = devices.fingerprint(devices.choose_device("cuda")).slug
-    path = baselines.baseline_path(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines"), slug)
-    stored = baselines.load(path).get(case)
+    path = trainperf.baseline_file(os.environ.get("TRAINPERF_BASELINE_DIR", "baselines"), "cuda")
+    stored = trainperf.read_baselines(path).get(case)
     if stored is None:
         pytest.skip(f"no baseline of {case} in {path}: record one with --update-baselines")
-    return stats.summarize(stored["samples_ms"]).median
+    return statistics.median(stored["samples_ms"])
 
 
 @pytest.mark.parametrize("run", range(RUNS))

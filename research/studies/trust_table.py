@@ -14,15 +14,15 @@ gave, per case.
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import sys
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
-from trainperf.judge import stats
-from trainperf.record import document
-from trainperf.store import baselines
+import trainperf
 
 CAUGHT = "slower than baseline"
 CAUGHT_BY_HOST_WORK = "more host work than baseline"  # the host-work check of a case that waits for the host
@@ -32,8 +32,8 @@ UPHELD = "(first measurement:"  # a failure the gate measured again before faili
 def run_frame(path: Path, run: str) -> pd.DataFrame:
     """One row per case of the run document ``path``, named ``run``: its figures, the clocks and host
     steal while it was timed, the checks it failed and whether a second measurement upheld a failed time."""
-    cases = document.load(path).cases
-    frame = document.cases_frame(cases).assign(run=run)
+    frame = trainperf.read_run(path).assign(run=run)
+    cases = json.loads(path.read_text(encoding="utf-8"))["benchmarks"]
     during = [case["extra_info"].get("clocks", {}).get("during") or {} for case in cases]
     frame["min_sm_mhz"] = [reading.get("min_sm_clock_mhz") for reading in during]
     frame["mean_sm_mhz"] = [reading.get("mean_sm_clock_mhz") for reading in during]
@@ -154,7 +154,7 @@ def detection_table(folders: list[Path]) -> pd.DataFrame:
 def committed_medians(path: Path | None) -> dict[str, float]:
     if path is None:
         return {}
-    return {case: stats.summarize(entry["samples_ms"]).median for case, entry in baselines.load(path).items()}
+    return {case: statistics.median(entry["samples_ms"]) for case, entry in trainperf.read_baselines(path).items()}
 
 
 def percent(value: float | None) -> str:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import sys
 from pathlib import Path
 
-from trainperf.record import document
+import trainperf
 
 from research.studies.unrecorded_cases import case_key, collected
 
@@ -34,11 +35,11 @@ def judged(paths: list[Path]) -> set[str]:
     done: set[str] = set()
     waited: dict[str, str] = {}
     for path in paths:
-        run = document.load(path)
-        done |= {case["name"] for case in run.cases}
-        for case in run.unfinished:
+        done |= set(trainperf.read_run(path)["case"])  # checked against the run document's schema
+        for case in json.loads(path.read_text(encoding="utf-8")).get("unfinished", []):
             if case["verdict"] in AGAIN:
-                waited[case["name"]] = f"{case['verdict']} in {path} ({case['reason']})"
+                verdict = "not judged" if case["verdict"] == "unjudged" else case["verdict"]
+                waited[case["name"]] = f"{verdict} in {path} ({case['reason']})"
             else:
                 done.add(case["name"])
     for name, where in waited.items():

@@ -7,7 +7,7 @@ written as soon as it finishes, so the next call records only what is left:
     [ -n "$ids" ] && pytest $ids --update-baselines
 
 SINCE is an ISO time (``2026-11-27T07:30``); an entry counts as recorded when its ``date`` is at or
-after it and it holds the run medians the gate needs to measure its noise (``stats.MIN_RUNS``).
+after it: ``--update-baselines`` writes a case once all its runs are done.
 Prints nothing when every case is recorded.
 """
 
@@ -19,8 +19,6 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-
-from trainperf.judge.stats import MIN_RUNS
 
 WORKLOAD_OF_TEST = {  # test function -> the workload name its cases are stored under
     "test_bert": "bert",
@@ -52,15 +50,11 @@ def case_key(test_id: str) -> str:
 
 
 def recorded(baseline_file: Path, since: datetime) -> set[str]:
-    """The case keys of ``baseline_file`` recorded with enough runs at or after ``since``."""
+    """The case keys of ``baseline_file`` recorded at or after ``since``."""
     if not baseline_file.exists():
         return set()
     cases = json.loads(baseline_file.read_text())["cases"]
-    return {
-        key
-        for key, entry in cases.items()
-        if datetime.fromisoformat(entry["date"]) >= since and len(entry.get("run_medians_ms", [])) >= MIN_RUNS
-    }
+    return {key for key, entry in cases.items() if datetime.fromisoformat(entry["date"]) >= since}
 
 
 def collected(selection: list[str]) -> list[str]:

@@ -4,12 +4,11 @@ reaches a data-parallel case's ranks; the unslowed control makes exactly the cas
 from __future__ import annotations
 
 import pickle
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from trainperf.measure import host_work, steps
-from trainperf.measure.phases import phase_marker
 
 from research.studies.slowed_case import BusyWait, Gemms, HostOps, Slowed, Spin, workload_for
 from research.studies.study_cases import find_case
@@ -18,16 +17,38 @@ CPU = torch.device("cpu")
 
 
 def built(workload: Any, case: str) -> tuple[Iterator[Any], Callable[[Any], Any]]:
-    """``case`` built from ``workload`` on the CPU: its batches and the runner's own step."""
+    """``case`` built from ``workload`` on the CPU: its batches and a plain training step over them."""
     _, optimization = find_case(case)
     training = workload.build(CPU, "tiny", optimization)
-    return iter(training.batches), steps.stepper(training, training.model, CPU, optimization, phase_marker(CPU))
+    if training.step is not None:
+        return iter(training.batches), training.step
+
+    def step(batch: Any) -> Any:
+        loss = training.loss(training.model, batch)
+        loss.backward()
+        training.optimizer.step()
+        training.optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    return iter(training.batches), step
 
 
 def step_calls(workload: Any, case: str) -> int:
-    """The training step's calls per iteration of ``case`` built from ``workload``."""
+    """The Python and C calls one training step of ``case`` built from ``workload`` makes."""
     batches, step = built(workload, case)
-    return host_work.calls_per_iteration(step, lambda: (next(batches), 0.0)).step
+    batch = next(batches)
+    step(batch)  # the first step builds the optimizer's state
+    calls = [0]
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        calls[0] += event in ("call", "c_call")
+
+    sys.setprofile(count)
+    try:
+        step(batch)
+    finally:
+        sys.setprofile(None)
+    return calls[0]
 
 
 def extra_runs(case: str, iterations: int) -> int:

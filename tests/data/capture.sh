@@ -35,4 +35,4 @@ ls -la $C; tar -czf $OUT/captures.tar.gz -C /tmp captures
 # (amp_bf16's from a later run, after launch__registers_per_thread joined the metrics).
 # h200_*_gemm.{sections,hierarchical}.ncu.csv: one kernel of gpt2/reference and of bert/amp_bf16 profiled
 # twice on one H200, with the three sections and with the hierarchical one and ncu.METRICS alone:
-#   research/studies/ncu_child_cost.sh NODE KERNEL_FUNCTION_NAME   (its sections.csv and hierarchical.csv)
+#   research/studies/ncu_child_cost.sh (at commit 8f6de94) NODE KERNEL_FUNCTION_NAME   (its sections.csv and hierarchical.csv)
