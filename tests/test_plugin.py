@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -1036,3 +1037,14 @@ def test_profile_cases_chooses_all_failed_or_cases_by_name() -> None:
     assert selected("all", "gpt2/stack", failed=False)
     assert selected("failed", "gpt2/stack", failed=True) and not selected("failed", "gpt2/stack", failed=False)
     assert selected("bert,gpt2/st", "gpt2/stack", failed=False) and not selected("bert", "gpt2/stack", failed=True)
+
+
+def test_a_recorded_entry_keeps_the_commit_of_the_checkout_it_ran_in(toy_suite) -> None:
+    pytester = toy_suite()
+    git = ("git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false")
+    for command in (("git", "init", "-q"), ("git", "add", "-A"), (*git, "commit", "-q", "-m", "toy")):
+        subprocess.run(command, cwd=pytester.path, check=True)
+    head = subprocess.run(("git", "rev-parse", "HEAD"), cwd=pytester.path, capture_output=True, text=True).stdout
+    pytester.runpytest(*BASE, *RECORD_ONCE).assert_outcomes(passed=2)
+    cases = json.loads(baseline_file(pytester).read_text())["cases"]
+    assert {entry["commit"] for entry in cases.values()} == {head.strip()}

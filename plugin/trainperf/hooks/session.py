@@ -21,6 +21,7 @@ from trainperf.hooks import xdist
 from trainperf.hooks.late_confirmation import LateConfirmation
 from trainperf.hooks.termination import SigtermAsInterrupt
 from trainperf.measure import launcher, workers
+from trainperf.store.provenance import git_commit
 
 if TYPE_CHECKING:
     import torch
@@ -134,7 +135,10 @@ class TrainPerfSession:
             chosen = devices.choose_device(self.settings.device)
         except (RuntimeError, launcher.LaunchError) as error:
             raise pytest.UsageError(str(error)) from None
-        session = PerfSession(self.settings, chosen, devices.fingerprint(chosen), child=self.child, launch=launch)
+        commit = git_commit(self.config.rootpath)
+        session = PerfSession(
+            self.settings, chosen, devices.fingerprint(chosen), child=self.child, launch=launch, commit=commit
+        )
         session.progress = self._progress
         session.children = self._children(chosen)  # before profiling: its children run the same way
         if self.twin_only:

@@ -1,6 +1,7 @@
-"""The run's state: settings read once, the device, stored baselines, results and pending updates.
+"""The run's record: settings read once, the device, stored baselines, results and pending updates.
 
-Lives in ``config.stash``; the fixture gets callbacks from it, and the report reads its results.
+Held by the session object (``hooks.session``), which reads the device and the commit and hands them
+in: this module does no I/O. The fixture adds to it, and every report reads its results.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from trainperf.measure.measurement import Measurement
 from trainperf.record.result import CaseEntry, CaseResult
 from trainperf.spec.workload import FULL, TINY
 from trainperf.store import baselines
-from trainperf.store.provenance import git_commit
 
 if TYPE_CHECKING:  # with --profile only: the profilers and their tables stay out of processes that measure
     from trainperf.profile.profiler import ProfileSetup
@@ -74,6 +74,7 @@ class PerfSession:
     confirmations: int = 0  # cases measured again before failing, in this session
     children: Children | None = None  # how a fresh process re-runs a node (set by the session object, hooks.session)
     launch: Launch | None = None  # this process's rank where torchrun (or another launcher) started it
+    commit: str | None = None  # the checkout's commit, read at the start (hooks.session): baselines keep it
 
     @property
     def baseline_file(self) -> Path:
@@ -118,7 +119,7 @@ class PerfSession:
         self.results.append(result)
         self.entries.append(entry)
         if self.settings.update_baselines and policy.keeps_baseline(result.checks):
-            self.pending[result.key] = baseline_entry(result, self.fingerprint)
+            self.pending[result.key] = baseline_entry(result, self.fingerprint, self.commit)
         if self.keeps_history and policy.accepted(result.checks, result.verdict, calibrate=self.settings.calibrate):
             self.accepted[result.key] = result.summary.median
             measured = result.measurement
@@ -161,7 +162,7 @@ def _unfinished(key: str, nodeid: str, verdict: Verdict, reason: str) -> dict[st
     return {"name": key, "fullname": nodeid, "verdict": str(verdict), "reason": reason}
 
 
-def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict[str, Any]:
+def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint, commit: str | None) -> dict[str, Any]:
     m = result.measurement
     during = m.clocks.get("during") or {}
     return {
@@ -180,5 +181,5 @@ def baseline_entry(result: CaseResult, fingerprint: devices.Fingerprint) -> dict
         "fingerprint": fingerprint.as_dict(),
         "versions": {"torch": torch.__version__, "cuda": torch.version.cuda},
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
+        "commit": commit,
     }

@@ -6,13 +6,16 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
+from pathlib import Path
 
 
 @functools.cache
-def git_commit() -> str | None:
-    """HEAD of the checkout, else CI's ``GITHUB_SHA``, else None (no git metadata); read once per process."""
+def git_commit(folder: Path | None = None) -> str | None:
+    """HEAD of the checkout holding ``folder`` (the current directory by default), else CI's
+    ``GITHUB_SHA``, else None (no git metadata); read once per process and folder."""
+    command = ["git", "rev-parse", "HEAD"]
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10)
+        out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=10, cwd=folder)
     except (OSError, subprocess.SubprocessError):
         return os.environ.get("GITHUB_SHA")
     return out.stdout.strip() or os.environ.get("GITHUB_SHA")
