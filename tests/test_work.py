@@ -297,3 +297,53 @@ def test_a_data_parallel_cases_kernel_time_is_noted_not_judged_while_its_counts_
         )  # type: ignore[arg-type]  # fmt: skip
         judged = {check.name: check for run in (policy._work, policy._kernel_time) if (check := run(figures))}
         assert judged[CheckName.WORK].passed is True and judged[CheckName.KERNEL_TIME].passed is passed
+
+
+def test_more_flops_fail_the_work_check_naming_the_op_and_its_shapes() -> None:
+    recorded = [
+        {"ops": 10, "flops": 400, "flops_by_name": {"aten.mm": 300, "aten.addmm": 100},
+         "flop_shapes": {"aten.mm": "(64, 8)x(8, 64)", "aten.addmm": "(2,)x(64, 64)x(64, 2)"}}
+    ] * 3  # fmt: skip
+    same = work_check.work_check("w/a", dict(recorded[0]), recorded)
+    assert same is not None and same.passed is True and "400 FLOPs" in same.message
+    wider = {**recorded[0], "flops": 550, "flops_by_name": {"aten.mm": 450, "aten.addmm": 100},
+             "flop_shapes": {"aten.mm": "(64, 8)x(8, 96)", "aten.addmm": "(2,)x(64, 64)x(64, 2)"}}  # fmt: skip
+    found = work_check.work_check("w/a", wider, recorded)
+    assert found is not None and found.passed is False
+    assert found.message == (
+        "w/a: more work per iteration than recorded: FLOPs 550 against 400 recorded (+37.5%) "
+        "(+50% FLOPs in aten.mm: shapes (64, 8)x(8, 64) -> (64, 8)x(8, 96))"
+    )
+    unrecorded = work_check.work_check("w/a", wider, [{"ops": 10}])
+    assert unrecorded is not None and unrecorded.passed is True
+    assert "FLOPs not judged: none recorded, record again to judge them" in unrecorded.message
+
+
+@pytest.mark.slow
+def test_a_wider_model_fails_on_its_flops_and_ten_unchanged_cases_pass(pytester: pytest.Pytester) -> None:
+    """The same ATen ops in a wider layer: only the FLOPs see it, on the CPU too."""
+    from conftest import TOY_SOURCE
+
+    pytester.makepyfile(toy_workload=TOY_SOURCE)
+    test = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+CASES = [Optimization(name, options={"hidden": HIDDEN}) for name in ["reference", *(f"same_{i}" for i in range(9))]]
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+    pytester.makepyfile(test_toy=test.replace("HIDDEN", "64"))
+    pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=10)
+    pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=10)  # ten unchanged cases
+    pytester.makepyfile(test_toy=test.replace("HIDDEN", "96"))
+    wider = pytester.runpytest(*BASE, "--perf-strict", "-k", "reference")
+    wider.assert_outcomes(failed=1)
+    wider.stdout.fnmatch_lines(
+        ["*toy/reference: more work per iteration than recorded: FLOPs * against * recorded (+50.0%) "
+         "(+50% FLOPs in aten.mm: shapes (64, 64)x(64, 8) -> (96, 64)x(64, 8); +50% FLOPs in aten.addmm: shapes "
+         "(64,)x(64, 8)x(8, 64) -> (96,)x(64, 8)x(8, 96))"]
+    )  # fmt: skip

@@ -122,7 +122,8 @@ class Toy:
                 raise ValueError("toy evaluation failed")
             return (model(points.to(device)).argmax(1) == labels.to(device)).float().mean().item()
 
-        model = nn.Linear(8, 2).to(device)
+        hidden = int(optimization.options.get("hidden", 0))  # a hidden layer this wide: the same ops, more FLOPs
+        model = (nn.Sequential(nn.Linear(8, hidden), nn.Linear(hidden, 2)) if hidden else nn.Linear(8, 2)).to(device)
         return Training(
             model=model,
             optimizer=torch.optim.SGD(model.parameters(), lr=0.5),

@@ -1,6 +1,7 @@
 """The work checks: a case must not ask the machine for more work per iteration than its recorded runs
 did (``measure/work.py``): more ATen ops, more synchronizations with the device, more copies between
-host and device, more kernel launches (the work check), or more GPU kernel time (the kernel-time check).
+host and device, more kernel launches, more FLOPs in the forward and backward pass (the work check), or
+more GPU kernel time (the kernel-time check).
 
 Counts hold still where the code does: the same code dispatches the same ops on a fast or a slow host,
 so the check needs no allowance for the host's noise. Where the counted iterations of a run, or the
@@ -35,16 +36,51 @@ def work_check(case: str, now: Mapping[str, Any] | None, recorded: Sequence[Mapp
         return Check(CheckName.WORK, None, f"{case}: {counted}; none counted where recorded: record again")
     judged = {key: words for key, words in COUNTS.items() if key != "syncs" or _same_counter(now, recorded)}
     risen = [text for key, words in judged.items() if (text := _rise(key, words, now, recorded)) is not None]
-    if risen:
+    more_flops = _flops_rise(now, recorded)
+    if risen or more_flops:
         moved = [
             *rises(now.get("ops_by_name") or {}, recorded[0].get("ops_by_name") or {}),
             *rises(_launches(now), _launches(recorded[0])),
         ]
         what = f" ({', '.join(moved)} per iteration)" if moved else ""
-        return Check(CheckName.WORK, False, f"{case}: more work per iteration than recorded: {'; '.join(risen)}{what}")
+        counts = "; ".join(risen) + what if risen else ""
+        flops = f"{more_flops} ({'; '.join(flop_rises(now, recorded[0]))})" if more_flops else ""
+        text = "; ".join(part for part in (counts, flops) if part)
+        return Check(CheckName.WORK, False, f"{case}: more work per iteration than recorded: {text}")
     if len(judged) < len(COUNTS):
         counted += f"; {COUNTS['syncs']} not judged: recorded by an earlier counter, record again to judge them"
+    if now.get("flops") and not any(run.get("flops") for run in recorded):
+        counted += "; FLOPs not judged: none recorded, record again to judge them"
     return Check(CheckName.WORK, True, f"{case}: {counted}, as recorded")
+
+
+def _flops_rise(now: Mapping[str, Any], recorded: Sequence[Mapping[str, Any]]) -> str | None:
+    """'FLOPs 9.437e+06 against 4.194e+06 recorded (+125.0%)', or None where they did not rise beyond the
+    recorded runs' spread (none: the same model on the same batch counts the same FLOPs anywhere)."""
+    stored = [run["flops"] for run in recorded if run.get("flops")]
+    if not now.get("flops") or not stored:
+        return None
+    if now["flops"] - max(stored) <= max(stored) - min(stored):
+        return None
+    return f"FLOPs {now['flops']:.4g} against {max(stored):.4g} recorded ({now['flops'] / max(stored) - 1:+.1%})"
+
+
+def flop_rises(now: Mapping[str, Any], stored: Mapping[str, Any], shown: int = 2) -> list[str]:
+    """The ops whose FLOPs rose most, with the shapes of their largest call where those changed, as
+    '+125% FLOPs in aten.mm: shapes (256, 64)x(64, 64) -> (256, 96)x(96, 96)'."""
+    before, shapes_before = stored.get("flops_by_name") or {}, stored.get("flop_shapes") or {}
+    shapes_now = now.get("flop_shapes") or {}
+    risen = sorted(((n - before.get(op, 0), op) for op, n in (now.get("flops_by_name") or {}).items()), reverse=True)
+    shown_rises = []
+    for delta, op in risen[:shown]:
+        if delta <= 0:
+            continue
+        text = f"+{delta / before[op]:.0%} FLOPs in {op}" if before.get(op) else f"new FLOPs in {op}"
+        old, new = shapes_before.get(op), shapes_now.get(op)
+        if new and old != new:
+            text += f": shapes {old} -> {new}" if old else f": shapes {new}"
+        shown_rises.append(text)
+    return shown_rises
 
 
 def _same_counter(now: Mapping[str, Any], recorded: Sequence[Mapping[str, Any]]) -> bool:
@@ -112,6 +148,8 @@ def kernel_time_rises(now: Mapping[str, Any], stored: Mapping[str, Any], shown: 
 
 def _counted_text(work: Mapping[str, Any]) -> str:
     parts = [f"{work[key]} {words}" for key, words in COUNTS.items() if work.get(key) is not None]
+    if work.get("flops"):
+        parts.append(f"{work['flops']:.4g} FLOPs")
     if work.get("kernel_ms") is not None:
         parts.append(f"{work['kernel_ms']:.2f} ms in kernels")
     return ", ".join(parts) + " per iteration"

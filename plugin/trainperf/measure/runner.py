@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from trainperf.measure import device as devices
 from trainperf.measure import host_speed, host_work, work
+from trainperf.measure.flops import count_flops
 from trainperf.measure.host_steal import StealWatch
 from trainperf.measure.measurement import Measurement
 from trainperf.measure.phases import PhaseRanges, phase_marker
@@ -76,10 +76,13 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None, trace: Path | 
     with phase("build"):
         case = prepare(spec)
         training, model, fetch, step = case.training, case.model, case.fetch, case.step
-    flops = training.flops_per_iteration
-    if flops is None and training.step is None:
+    counted_flops = None
+    if training.step is None:  # a training step: its FLOPs are work the gate counts, and MFU's where undeclared
         with phase("flops"):
-            flops = count_flops(model, training.loss, fetch()[0])
+            counted_flops = count_flops(model, training.loss, fetch()[0])
+    flops = training.flops_per_iteration
+    if flops is None and counted_flops is not None:
+        flops = float(counted_flops.total)
     with phase("evaluate"):
         initial_metric = _evaluate(training, model, device, optimization)
     losses: list[torch.Tensor] = []
@@ -121,7 +124,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None, trace: Path | 
         host_calls=[calls.total],
         host_step_calls=[calls.step],
         host_fetch_calls=list(calls.fetches),
-        work=[] if counted is None else [counted.as_dict()],
+        work=[] if counted is None else [{**counted.as_dict(), **(counted_flops.as_dict() if counted_flops else {})}],
         phase_s=phase.seconds,
         unapplied=unapplied_knobs(training, device, optimization),
     )
@@ -173,20 +176,3 @@ def _evaluate(training: Training, model: torch.nn.Module, device: torch.device, 
     except (TypeError, ValueError):
         shown = repr(value)[:80]
         raise TypeError(f"evaluate() returned {shown}, not a number: it must return the held-out metric") from None
-
-
-def count_flops(
-    model: torch.nn.Module, loss_fn: Callable[[torch.nn.Module, Batch], torch.Tensor], batch: Batch
-) -> float:
-    """FLOPs of one forward + backward on ``batch`` (matmul and convolution), counted by PyTorch. cuDNN's
-    autotuner stays off in this untimed pass: it would time every algorithm of every float32 convolution,
-    shapes a mixed-precision case never trains."""
-    counter = FlopCounterMode(display=False)
-    autotune, torch.backends.cudnn.benchmark = torch.backends.cudnn.benchmark, False
-    try:
-        with counter:
-            loss_fn(model, batch).backward()
-    finally:
-        torch.backends.cudnn.benchmark = autotune
-    model.zero_grad(set_to_none=True)
-    return float(counter.get_total_flops())
