@@ -22,7 +22,7 @@ import pandas as pd
 
 from trainperf.config.options import SettingError
 from trainperf.config.sources import for_command
-from trainperf.judge import checks
+from trainperf.judge import checks, versions
 from trainperf.record.document import RECORDED, RunDocument, RunDocumentError, cases_frame, load, merged_cases
 from trainperf.report import exports
 from trainperf.report.calibration import judged_figures, judged_medians
@@ -217,10 +217,15 @@ def _noise(path: Path, only: str) -> int:
 
 
 def _compare(before: RunDocument, after: RunDocument) -> int:
-    print(f"A: {before.path} ({before.machine.get('name', 'unknown device')})")
-    print(f"B: {after.path} ({after.machine.get('name', 'unknown device')})")
+    for label, run in (("A", before), ("B", after)):
+        stack = ", ".join(
+            f"{words} {run.machine[field]}" for field, words in versions.WATCHED.items() if run.machine.get(field)
+        )
+        print(f"{label}: {run.path} ({run.machine.get('name', 'unknown device')}{'; ' + stack if stack else ''})")
     if before.machine.get("name") != after.machine.get("name"):
         print("note: A and B ran on different devices: the differences include the device")
+    if changed := versions.changes(before.machine, after.machine):
+        print(f"note: A and B ran with other versions ({versions.short(changed)}): the differences include them")
     print(compare_table(before, after).to_string(index=False))
     return 0
 

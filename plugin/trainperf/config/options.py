@@ -10,6 +10,7 @@ from typing import Any
 
 PROFILERS = ("off", "torch", "nsys", "ncu")
 DEVICES = ("auto", "cuda", "cpu")
+UPGRADE_CHOICES = ("strict", "fail", "note")  # strict: fail under --perf-strict, note otherwise
 
 
 class SettingError(ValueError):
@@ -249,6 +250,15 @@ OPTIONS: dict[str, OptionSpec] = {
             _boolean,
             False,
             is_flag=True,
+        ),
+        OptionSpec(
+            "upgrade_counts",
+            "--perf-upgrade-counts",
+            "a case whose work counts moved where torch, CUDA, cuDNN, the driver or the GPU's board differ from "
+            "its recording's: fail, note (its time and kernel time still judged), or strict (fail under "
+            "--perf-strict, note otherwise)",
+            _choice(UPGRADE_CHOICES),
+            "strict",
         ),
         OptionSpec(
             "strict",

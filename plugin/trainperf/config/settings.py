@@ -75,11 +75,17 @@ class Settings:
     calibrate: bool = False
     memory_snapshot: bool = False
     timeout: float | None = None  # seconds per in-process run of a case; None: time_limit.default_limit_s
+    upgrade_counts: str = "strict"  # a count moved with an upgrade: fail, note, or strict (as --perf-strict)
 
     def values(self) -> dict[str, Any]:
         """Each option's value as the session uses it, JSON-ready (paths as text), for the run document."""
         found = {name: getattr(self, name) for name in self.sources}
         return {name: str(value) if isinstance(value, Path) else value for name, value in found.items()}
+
+    @property
+    def upgrade_fails(self) -> bool:
+        """Whether a work count that moved with an upgrade fails its case (``--perf-upgrade-counts``)."""
+        return self.upgrade_counts == "fail" or (self.upgrade_counts == "strict" and self.strict)
 
     @property
     def runs_per_case(self) -> int:
@@ -138,5 +144,6 @@ def build_settings(values: Mapping[str, Resolved], rootdir: Path) -> Settings:
         calibrate=values["calibrate"].value,
         memory_snapshot=values["memory_snapshot"].value,
         timeout=values["timeout"].value,
+        upgrade_counts=values["upgrade_counts"].value,
         sources={name: resolved.source for name, resolved in values.items()},
     )

@@ -376,6 +376,8 @@ class TrainPerf:
             strict=session.settings.strict and not session.settings.update_baselines,
             stored_work=session.stored_work(spec.key),
             workers_at_once=workers.workers_at_once(os.environ, session.settings.gpu_per_worker),
+            version_changes=session.version_changes(spec.key),
+            upgrade_fails=session.settings.upgrade_fails,
         )
         judged = policy.judge(figures, update_baselines=session.settings.update_baselines)
         return CaseResult(

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from trainperf.judge import checks, host_work_check, reference_checks, stats, work_check
+from trainperf.judge import checks, host_work_check, reference_checks, stats, versions, work_check
 from trainperf.judge.checks import Check, CheckName
 from trainperf.judge.verdict import Verdict
 from trainperf.measure.measurement import Measurement
@@ -58,6 +58,8 @@ class Figures:
     strict: bool
     stored_work: Sequence[Mapping[str, Any]] = ()  # the work counted in each recorded run
     workers_at_once: int = 1  # pytest-xdist workers training cases on this host's cores and GPU at once
+    version_changes: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # since the recording
+    upgrade_fails: bool = False  # a count that moved with those changes fails the case (else a note)
 
     @property
     def floor(self) -> float:
@@ -124,7 +126,8 @@ def _host_work(f: Figures) -> Check | None:
 
 
 def _work(f: Figures) -> Check | None:
-    return work_check.work_check(f.key, f.measurement.work[0] if f.measurement.work else None, f.stored_work)
+    found = work_check.work_check(f.key, f.measurement.work[0] if f.measurement.work else None, f.stored_work)
+    return None if found is None else versions.moved_with_upgrade(f.key, found, f.version_changes, f.upgrade_fails)
 
 
 def _kernel_time(f: Figures) -> Check | None:

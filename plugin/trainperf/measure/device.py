@@ -59,6 +59,7 @@ class Fingerprint:
     host_cpu: str | None = None  # the GPU machine's CPU: launch-bound cases run at its pace
     gpu_uuid: str | None = None  # which chip: runs of one case differ between chips of one model
     board_part_number: str | None = None  # the board's revision: may tell the kernels' slow machines apart
+    cudnn: int | None = None  # cuDNN's version: its kernels are part of the work counted
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,6 +123,7 @@ def fingerprint(device: torch.device) -> Fingerprint:
         host_cpu=cpu_model(),
         gpu_uuid=_nvml_text(device, "nvmlDeviceGetUUID"),
         board_part_number=_nvml_text(device, "nvmlDeviceGetBoardPartNumber"),
+        cudnn=torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
     )
 
 

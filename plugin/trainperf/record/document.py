@@ -110,6 +110,7 @@ def run_document(session: PerfSession) -> dict[str, Any]:
         "trainperf_version": importlib.metadata.version("pytest-trainperf"),
         "datetime": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine_info": session.fingerprint.as_dict(),
+        "version_changes": session.version_lines(),
         "commit_info": commit_info(),
         "settings": {
             "size": session.size,
@@ -149,6 +150,11 @@ class RunDocument:
     @property
     def machine(self) -> dict[str, Any]:
         return dict(self.data.get("machine_info") or {})
+
+    @property
+    def version_changes(self) -> list[str]:
+        """What changed since the recording of its cases (torch, CUDA, cuDNN, driver, board), one line each."""
+        return list(self.data.get("version_changes") or [])
 
     @property
     def unfinished(self) -> list[dict[str, str]]:

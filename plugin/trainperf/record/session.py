@@ -18,7 +18,7 @@ import torch
 from trainperf.child.measuring import Children
 from trainperf.child.protocol import ChildRun
 from trainperf.config.settings import Settings
-from trainperf.judge import host_work_check, policy, stats
+from trainperf.judge import host_work_check, policy, stats, versions
 from trainperf.judge.checks import Baseline
 from trainperf.judge.verdict import Verdict
 from trainperf.measure import device as devices
@@ -104,6 +104,19 @@ class PerfSession:
     def stored_work(self, key: str) -> list[dict[str, Any]]:
         """The work counted per iteration in each recorded run of the case ([] where none was)."""
         return list((self.stored.get(key) or {}).get("work", []))
+
+    def version_changes(self, key: str) -> dict[str, tuple[str, str]]:
+        """What changed since the case's recording: torch, CUDA, cuDNN, the driver, the board."""
+        return versions.changes((self.stored.get(key) or {}).get("fingerprint"), self.fingerprint.as_dict())
+
+    def version_lines(self) -> list[str]:
+        """Each distinct change of versions since the recording of the cases that ran, with its cases:
+        what every view says once at its top."""
+        cases: dict[str, list[str]] = {}
+        for result in self.results:
+            if changed := self.version_changes(result.key):
+                cases.setdefault(versions.line(changed), []).append(result.key)
+        return [f"{text} ({len(keys)} case{'s' * (len(keys) > 1)})" for text, keys in cases.items()]
 
     def stored_calls(self, key: str) -> host_work_check.StoredCalls | None:
         entry = self.stored.get(key)

@@ -55,6 +55,7 @@ class Report:
     notes: list[str]
     sources: list[str]
     unfinished: pd.DataFrame  # cases that started and did not finish: case, verdict, reason
+    version_changes: list[str] = field(default_factory=list)  # since the cases' recording: torch, CUDA...
 
 
 def build_report(documents: list[RunDocument]) -> Report:
@@ -73,7 +74,8 @@ def build_report(documents: list[RunDocument]) -> Report:
         columns=["case", "verdict", "reason"],
     )
     sources = [str(d.path) for d in documents]
-    return Report(title, headline, devices, _clocks(cases), sections, notes, sources, unfinished)
+    changed = list(dict.fromkeys(line for d in documents for line in d.version_changes))
+    return Report(title, headline, devices, _clocks(cases), sections, notes, sources, unfinished, changed)
 
 
 def _device_row(document: RunDocument) -> dict[str, Any]:

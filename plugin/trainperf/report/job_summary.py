@@ -26,7 +26,9 @@ CLOCK_WORDS = ("clock", "throttl", "power cap", "thermal")
 def render(run: RunDocument, limit: int = LIMIT_BYTES) -> str:
     """The summary's Markdown, at most ``limit`` bytes (UTF-8)."""
     cases = run.cases
-    lines = [f"## trainperf: {markdown_text(run.machine.get('name', 'unknown device'))}", "", _counts(run), ""]
+    lines = [f"## trainperf: {markdown_text(run.machine.get('name', 'unknown device'))}", ""]
+    lines += [f"> **versions**: {markdown_text(changed)}" for changed in run.version_changes]
+    lines += ["", _counts(run), ""] if run.version_changes else [_counts(run), ""]
     if cases:
         lines += [markdown_table(display_cases(cases_frame(cases))), ""]
     failing = [case for case in cases if Verdict.read(case["extra_info"]["verdict"]) == Verdict.FAIL]

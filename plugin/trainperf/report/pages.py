@@ -78,7 +78,9 @@ def _md(value: object) -> str:
 def write_markdown(report: Report, directory: Path) -> Path:
     images = directory / IMAGES
     images.mkdir(parents=True, exist_ok=True)
-    lines = [f"# {_md(report.title)}", "", *_markdown_headline(report.headline)]
+    lines = [f"# {_md(report.title)}", "", *[f"> **versions**: {_md(changed)}" for changed in report.version_changes]]
+    lines += [""] if report.version_changes else []
+    lines += _markdown_headline(report.headline)
     for section in report.sections:
         name = _md(section.name)
         lines += [f"## {name}", ""]

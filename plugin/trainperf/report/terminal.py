@@ -36,6 +36,8 @@ def write_summary(session: PerfSession, terminal: Any) -> None:
     if not (session.results or session.notes or session.unfinished):
         return
     terminal.write_sep("=", f"trainperf: {session.fingerprint.name} ({session.size})")
+    for changed in session.version_lines():
+        terminal.write_line(f"versions: {changed}")
     if session.results:
         terminal.write_line(cases_text(session.entries))
     for case in session.unfinished:
