@@ -15,6 +15,9 @@ if not torch.cuda.is_available():
     # Triton kernels run in Triton's interpreter here; Triton reads this when it is first imported, and
     # torch.distributed imports it, so it is set before any test module is collected
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# pytester's in-process runs unload the modules a run imported; torch.compile's (dynamo's backends,
+# Inductor's caches) register themselves once per process and cannot load twice: loaded here, they stay
+importlib.import_module("torch._dynamo.repro.after_dynamo")
 
 SLOW_LEFT_OUT = pytest.StashKey[int]()
 TOY_SOURCE = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")

@@ -57,3 +57,17 @@ def test_flops_are_counted_with_cudnns_autotuner_off_and_it_is_restored() -> Non
     finally:
         torch.backends.cudnn.benchmark = before
     assert seen == [False] and flops.total == 2 * (2 * 3 * 4 * 2)  # the forward GEMM, and the weight's gradient
+
+
+def test_counting_flops_leaves_the_workloads_own_compiled_code_to_compile() -> None:
+    """A frame first called under FlopCounterMode's dispatch mode is never compiled afterwards: the count
+    runs it eagerly instead."""
+    from torch._dynamo.utils import counters
+
+    model = torch.nn.Linear(4, 2)
+    compiled = torch.compile(lambda m, x: m(x).sum(), backend="eager")
+    torch._dynamo.reset()
+    counters.clear()
+    assert count_flops(model, compiled, torch.ones(3, 4)).total == 2 * (2 * 3 * 4 * 2)
+    compiled(model, torch.ones(3, 4)).backward()
+    assert counters["stats"]["unique_graphs"] == 1

@@ -6,9 +6,11 @@ sequence), which ATen-op counts alone do not see."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
@@ -33,12 +35,14 @@ def count_flops(
 ) -> Flops:
     """FLOPs of one forward + backward on ``batch`` (matmuls, convolutions, attention), counted by
     PyTorch. cuDNN's autotuner stays off in this untimed pass: it would time every algorithm of every
-    float32 convolution, shapes a mixed-precision case never trains."""
+    float32 convolution, shapes a mixed-precision case never trains. Code the workload compiled itself
+    runs eagerly here: a compiled frame first called under the counter's dispatch mode is never
+    compiled afterwards."""
     largest: dict[str, tuple[int, str]] = {}
     counter = FlopCounterMode(display=False, custom_mapping={op: _noting(op, largest) for op in flop_registry})
     autotune, torch.backends.cudnn.benchmark = torch.backends.cudnn.benchmark, False
     try:
-        with counter:
+        with _eager(), counter:
             loss_fn(model, batch).backward()
     finally:
         torch.backends.cudnn.benchmark = autotune
@@ -67,3 +71,10 @@ def _noting(op: Any, largest: dict[str, tuple[int, str]]) -> Callable[..., int]:
 def _name(op: Any) -> str:
     """``aten.mm`` for an op, the name of a higher-order op (flex attention)."""
     return op.name() if callable(getattr(op, "name", None)) else str(op)
+
+
+def _eager() -> contextlib.AbstractContextManager[None]:
+    """torch.compile's directives ignored, where dynamo is loaded (a workload compiled something)."""
+    if "torch._dynamo" not in sys.modules:
+        return contextlib.nullcontext()
+    return cast("contextlib.AbstractContextManager[None]", torch.compiler.set_stance("force_eager"))
