@@ -347,3 +347,55 @@ def test_toy(trainperf, optimization):
          "(+50% FLOPs in aten.mm: shapes (64, 64)x(64, 8) -> (96, 64)x(64, 8); +50% FLOPs in aten.addmm: shapes "
          "(64,)x(64, 8)x(8, 64) -> (96,)x(64, 8)x(8, 96))"]
     )  # fmt: skip
+
+
+def test_a_graph_break_or_a_recompilation_fails_naming_the_line_and_the_guard() -> None:
+    recorded = [{"ops": 10, "graphs": 1, "graph_breaks": 0, "recompiles": 0, "break_sites": [], "break_reasons": []}]
+    reason = "Failed to trace builtin operator: Dynamo does not know how to trace `print`"
+    broken = {**recorded[0], "graphs": 2, "graph_breaks": 1, "break_sites": ["model.py:42 in forward"]}
+    broken["break_reasons"] = [reason]
+    found = work_check.work_check("w/a", broken, recorded)
+    assert found is not None and found.passed is False
+    assert found.message == (
+        "w/a: more work per iteration than recorded: compiled graphs 2 against 1 recorded (+1, allowed +0); "
+        "graph breaks 1 against 0 recorded (+1, allowed +0) (a graph break at model.py:42 in forward: Failed to "
+        "trace builtin operator: Dynamo does not know how to trace `print`)"
+    )
+    guard = "0/0: key == 'step 1' # if keyed and key.endswith(\"0\"): # toy.py:12 in plain_loss"
+    recompiled = {**recorded[0], "recompiles": 8, "recompile_reasons": [guard] * 8}
+    again = work_check.work_check("w/a", recompiled, recorded)
+    assert again is not None and again.passed is False
+    assert again.message.endswith(f"recompilations 8 against 0 recorded (+8, allowed +0) (a guard failed: {guard})")
+    assert work_check.work_check("w/a", dict(recorded[0]), recorded).passed is True  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_a_compiled_case_fails_on_an_added_graph_break_and_on_a_recompilation_each_step(
+    pytester: pytest.Pytester,
+) -> None:
+    from conftest import TOY_SOURCE
+
+    pytester.makepyfile(toy_workload=TOY_SOURCE)
+    test = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+@pytest.mark.parametrize("optimization", [Optimization("reference", options=OPTIONS)], ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True}'))
+    pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=1)
+    pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=1)
+    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "graph_break": True}'))
+    broken = pytester.runpytest(*BASE, "--perf-strict")
+    broken.assert_outcomes(failed=1)
+    broken.stdout.fnmatch_lines(
+        ["*toy/reference: more work per iteration than recorded: *graph breaks 1 against 0 recorded (+1, allowed +0) "
+         "(a graph break at toy_workload.py:* in plain_loss: *print*"]
+    )  # fmt: skip
+    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "step_key": True}'))
+    keyed = pytester.runpytest(*BASE, "--perf-strict")
+    keyed.assert_outcomes(failed=1)
+    keyed.stdout.fnmatch_lines(["*recompilations * against 0 recorded (+*, allowed +0) (a guard failed: *key*"])

@@ -97,6 +97,20 @@ class Toy:
                 targets = torch.randint(0, 2, (64,), generator=generator) if shuffle else labels[index]
                 yield points[index], targets
 
+        graph_break = bool(optimization.options.get("graph_break", False))  # a print() in the compiled code
+        keyed = bool(optimization.options.get("step_key", False))  # a string that changes every step: a guard fails
+
+        def plain_loss(model: nn.Module, points: torch.Tensor, labels: torch.Tensor, key: str) -> torch.Tensor:
+            logits = model(points)
+            if graph_break:
+                print("toy: logits computed")
+            if keyed and key.endswith("0"):
+                logits = logits * 1.0
+            return F.cross_entropy(logits, labels)
+
+        # the user's own torch.compile, eager backend: dynamo's work without a compiler's time
+        compiled_loss = torch.compile(plain_loss, backend="eager") if optimization.options.get("compiled") else None
+
         def loss(model: nn.Module, batch: Batch) -> torch.Tensor:
             steps[0] += 1
             if out_of_memory and steps[0] >= 3:
@@ -110,7 +124,7 @@ class Toy:
             time.sleep(60.0 if hangs and steps[0] >= 2 else sleep_s)
             for _ in extra_calls:
                 abs(0)
-            value: torch.Tensor = F.cross_entropy(model(batch[0]), batch[1])
+            value: torch.Tensor = (compiled_loss or plain_loss)(model, batch[0], batch[1], f"step {steps[0]}")
             for _ in extra_ops:
                 value = value + 0
             for _ in host_reads:

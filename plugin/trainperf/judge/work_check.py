@@ -24,6 +24,8 @@ from trainperf.judge.checks import DEFAULT_FLOOR, Check, CheckName
 
 # the counts judged, with the words a message uses for them
 COUNTS = {"ops": "ATen ops", "syncs": "synchronizations", "copies": "host-device copies", "kernels": "kernels"}
+# what torch.compile did, counted over the case's run (``measure/compile_counts.py``), with their words
+COMPILE_COUNTS = {"graphs": "compiled graphs", "graph_breaks": "graph breaks", "recompiles": "recompilations"}
 NAME_SHOWN = 60  # characters of a kernel's name in a message: templated names run to hundreds
 
 
@@ -37,7 +39,8 @@ def work_check(case: str, now: Mapping[str, Any] | None, recorded: Sequence[Mapp
     judged = {key: words for key, words in COUNTS.items() if key != "syncs" or _same_counter(now, recorded)}
     risen = [text for key, words in judged.items() if (text := _rise(key, words, now, recorded)) is not None]
     more_flops = _flops_rise(now, recorded)
-    if risen or more_flops:
+    compiled = [text for key, words in COMPILE_COUNTS.items() if (text := _rise(key, words, now, recorded)) is not None]
+    if risen or more_flops or compiled:
         moved = [
             *rises(now.get("ops_by_name") or {}, recorded[0].get("ops_by_name") or {}),
             *rises(_launches(now), _launches(recorded[0])),
@@ -45,13 +48,27 @@ def work_check(case: str, now: Mapping[str, Any] | None, recorded: Sequence[Mapp
         what = f" ({', '.join(moved)} per iteration)" if moved else ""
         counts = "; ".join(risen) + what if risen else ""
         flops = f"{more_flops} ({'; '.join(flop_rises(now, recorded[0]))})" if more_flops else ""
-        text = "; ".join(part for part in (counts, flops) if part)
+        compile_text = "; ".join(compiled) + compile_changes(now, recorded[0]) if compiled else ""
+        text = "; ".join(part for part in (counts, flops, compile_text) if part)
         return Check(CheckName.WORK, False, f"{case}: more work per iteration than recorded: {text}")
     if len(judged) < len(COUNTS):
         counted += f"; {COUNTS['syncs']} not judged: recorded by an earlier counter, record again to judge them"
     if now.get("flops") and not any(run.get("flops") for run in recorded):
         counted += "; FLOPs not judged: none recorded, record again to judge them"
     return Check(CheckName.WORK, True, f"{case}: {counted}, as recorded")
+
+
+def compile_changes(now: Mapping[str, Any], stored: Mapping[str, Any]) -> str:
+    """' (a graph break at model.py:42 in forward: Failed to trace builtin operator...; a guard failed:
+    ...)': the break sites and reasons, and the failed guards, that the recording did not have."""
+    sites = [site for site in now.get("break_sites") or [] if site not in (stored.get("break_sites") or [])]
+    reasons = [why for why in now.get("break_reasons") or [] if why not in (stored.get("break_reasons") or [])]
+    guards = [why for why in now.get("recompile_reasons") or [] if why not in (stored.get("recompile_reasons") or [])]
+    found = [f"a graph break at {site}" for site in sites[:2]]
+    if reasons:
+        found = [f"{found[0] if found else 'a graph break'}: {reasons[0]}", *found[1:]]
+    found += [f"a guard failed: {guard}" for guard in guards[:1]]
+    return f" ({'; '.join(found)})" if found else ""
 
 
 def _flops_rise(now: Mapping[str, Any], recorded: Sequence[Mapping[str, Any]]) -> str | None:

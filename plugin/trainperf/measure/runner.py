@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from trainperf.measure import compile_counts, host_speed, host_work, work
 from trainperf.measure import device as devices
-from trainperf.measure import host_speed, host_work, work
 from trainperf.measure.flops import count_flops
 from trainperf.measure.host_steal import StealWatch
 from trainperf.measure.measurement import Measurement
@@ -73,6 +73,7 @@ def prepare(spec: CaseSpec) -> Prepared:
 def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None, trace: Path | None) -> Measurement:
     optimization, device, warmup, iters = spec.optimization, spec.device, spec.warmup, spec.iters
     phase = PhaseClock()
+    compile_counts.start()
     with phase("build"):
         case = prepare(spec)
         training, model, fetch, step = case.training, case.model, case.fetch, case.step
@@ -103,6 +104,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None, trace: Path | 
         synchronize(device)  # the counted iterations' GPU work ends here, not in what runs next
         marked = None if trace is None else (trace, case.phases)
         counted = None if _gloo_rank() else work.count(step, fetch, device, trace=marked)
+    extra_counts = {**(counted_flops.as_dict() if counted_flops else {}), **(compile_counts.read() or {})}
     if then is not None:
         then(case)
     return Measurement(
@@ -124,7 +126,7 @@ def _run(spec: CaseSpec, then: Callable[[Prepared], None] | None, trace: Path | 
         host_calls=[calls.total],
         host_step_calls=[calls.step],
         host_fetch_calls=list(calls.fetches),
-        work=[] if counted is None else [{**counted.as_dict(), **(counted_flops.as_dict() if counted_flops else {})}],
+        work=[] if counted is None else [{**counted.as_dict(), **extra_counts}],
         phase_s=phase.seconds,
         unapplied=unapplied_knobs(training, device, optimization),
     )
