@@ -58,7 +58,7 @@ import pytest
 from toy_workload import Toy
 from trainperf import Optimization
 
-CASES = [Optimization("reference", options={"extra_ops": EXTRA})]
+CASES = [Optimization("reference", options={"extra_ops": EXTRA, "sleep_ms": 10.0})]  # a steady time
 
 @pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
 def test_toy(trainperf, optimization):

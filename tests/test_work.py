@@ -330,7 +330,8 @@ import pytest
 from toy_workload import Toy
 from trainperf import Optimization
 
-CASES = [Optimization(name, options={"hidden": HIDDEN}) for name in ["reference", *(f"same_{i}" for i in range(9))]]
+OPTIONS = {"hidden": HIDDEN, "sleep_ms": 10.0}  # a sleeping step times steadily on a busy host
+CASES = [Optimization(name, options=OPTIONS) for name in ["reference", *(f"same_{i}" for i in range(9))]]
 
 @pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
 def test_toy(trainperf, optimization):
@@ -385,17 +386,17 @@ from trainperf import Optimization
 def test_toy(trainperf, optimization):
     trainperf.run(Toy(), optimization)
 """
-    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True}'))
+    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "sleep_ms": 10.0}'))
     pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=1)
     pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=1)
-    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "graph_break": True}'))
+    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "sleep_ms": 10.0, "graph_break": True}'))
     broken = pytester.runpytest(*BASE, "--perf-strict")
     broken.assert_outcomes(failed=1)
     broken.stdout.fnmatch_lines(
         ["*toy/reference: more work per iteration than recorded: *graph breaks 1 against 0 recorded (+1, allowed +0) "
          "(a graph break at toy_workload.py:* in plain_loss: *print*"]
     )  # fmt: skip
-    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "step_key": True}'))
+    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "sleep_ms": 10.0, "step_key": True}'))
     keyed = pytester.runpytest(*BASE, "--perf-strict")
     keyed.assert_outcomes(failed=1)
     keyed.stdout.fnmatch_lines(["*recompilations * against 0 recorded (+*, allowed +0) (a guard failed: *key*"])
