@@ -7,11 +7,13 @@ trainperf summary RUN.json                       a GitHub Actions job summary (M
 trainperf calibrate RUN.json [RUN.json ...]      add the runs' judged medians to the baselines' history
 trainperf noise BASELINE.json                    per case: its measured noise and the slowdown it catches
 trainperf record RUN.json                        write the baselines a recording run kept (its write failed)
+trainperf bisect NODE [GOOD [BAD]]               the first commit at which the case's work rose
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -79,8 +81,21 @@ def _run(argv: Sequence[str] | None) -> int:
         "--baseline-dir", help="folder of the per-device baseline files (default: as pytest resolves it here: "
         "$TRAINPERF_BASELINE_DIR, else ini trainperf_baseline_dir, else baselines, from the rootdir)",
     )  # fmt: skip
+    bisect = commands.add_parser(
+        "bisect", help="find the first commit at which a case asks for more work than its baseline recorded "
+        "(git bisect run in a scratch worktree; exit 0 found, 1 not found, 3 could not decide)",
+    )  # fmt: skip
+    bisect.add_argument("case", help="the case's test node id (tests/test_model.py::test_model[amp])")
+    bisect.add_argument("good", nargs="?", help="a commit where it was good (default: its baseline's commit)")
+    bisect.add_argument("bad", nargs="?", default="HEAD", help="a commit where it is bad (default: HEAD)")
+    bisect.add_argument(
+        "--baseline-dir", help="folder of the per-device baseline files (default: as pytest resolves it here)"
+    )
+    bisect.add_argument("--json", action="store_true", help="print the outcome as JSON")
     args = parser.parse_args(argv)
     try:
+        if args.command == "bisect":
+            return _bisect(args.case, args.good, args.bad, args.baseline_dir, as_json=args.json)
         if args.command == "record":
             return _record(load(args.run), _baseline_dir(args.baseline_dir))
         if args.command == "noise":
@@ -104,6 +119,23 @@ def _run(argv: Sequence[str] | None) -> int:
     except (RunDocumentError, BaselineError, SettingError) as error:
         print(f"trainperf: {error}", file=sys.stderr)
         return 2
+
+
+def _bisect(node: str, good: str | None, bad: str, baseline_dir: str | None, as_json: bool) -> int:
+    """Bisect the case; the outcome printed as text or JSON, its status returned."""
+    from trainperf.cli.bisect import BisectError, bisect, text  # it loads torch: only this command needs it
+
+    settings = for_command({"baseline_dir": baseline_dir})
+    try:
+        outcome = bisect(node, good, bad, settings.baseline_dir, settings.device)
+    except BisectError as error:
+        print(f"trainperf bisect: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("trainperf bisect: interrupted; the checkout, its branch and its index are as they were", file=sys.stderr)
+        return 130
+    print(json.dumps(outcome.as_dict(), indent=2) if as_json else "\n".join(text(outcome)))
+    return outcome.status
 
 
 def _baseline_dir(given: str | None) -> Path:

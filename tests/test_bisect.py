@@ -1,0 +1,139 @@
+"""``trainperf bisect`` on a throw-away git repository of a toy workload: it names the commit that added
+ops and the one that added a host read, skips a commit whose case errors with its reason, and leaves
+the checkout, its branch and its index as they were, also when interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TOY_SOURCE
+
+TEST = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+@pytest.mark.parametrize("optimization", [Optimization("reference", options=OPTIONS)], ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+NODE = "test_toy.py::test_toy[reference]"
+
+
+def git(repo: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=Ada", "-c", "user.email=ada@example.com", "-c", "commit.gpgsign=false"]
+    return subprocess.run([*command, *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, subject: str, options: str) -> str:
+    (repo / "test_toy.py").write_text(TEST.replace("OPTIONS", options))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", subject)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def trainperf(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "trainperf.cli.main", *args]
+    return subprocess.run(command, cwd=repo, capture_output=True, text=True, env=quiet())
+
+
+def quiet() -> dict[str, str]:
+    return {**os.environ, "TRAINPERF_DEVICE": "cpu", "TRAINPERF_BASELINE_DIR": "bl", "PYTEST_ADDOPTS": ""}
+
+
+def record(repo: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        NODE,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--update-baselines",
+        "--perf-runs=1",
+    ]
+    subprocess.run(command, cwd=repo, check=True, capture_output=True, env=quiet())
+
+
+def state(repo: Path) -> tuple[str, str, str, str]:
+    """The checkout as a user sees it: branch, HEAD, status, worktrees."""
+    return (
+        git(repo, "branch", "--show-current"),
+        git(repo, "rev-parse", "HEAD"),
+        git(repo, "status", "--porcelain"),
+        git(repo, "worktree", "list", "--porcelain").count("worktree "),
+    )
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> dict[str, str]:
+    """Seven commits: the first recorded, one adding ops, one whose case errors, one adding a host read."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "toy_workload.py").write_text(TOY_SOURCE)
+    (repo / "pytest.ini").write_text("[pytest]\n")
+    (repo / ".gitignore").write_text("bl/\n")
+    commits = {"first": commit(repo, "Train the toy", "{}")}
+    record(repo)
+    commits["tidy"] = commit(repo, "Tidy the test", "{'sleep_ms': 0.0}")
+    commits["ops"] = commit(repo, "Add three ops to the step", "{'extra_ops': 3}")
+    commits["broken"] = commit(repo, "Break the build", "{'extra_ops': 3, 'raise_in': 'build'}")
+    commits["fixed"] = commit(repo, "Fix the build", "{'extra_ops': 3, 'sleep_ms': 0.0}")
+    commits["read"] = commit(repo, "Log the loss every step", "{'extra_ops': 3, 'host_reads': 1}")
+    commits["last"] = commit(repo, "Rename a variable", "{'extra_ops': 3, 'host_reads': 1, 'sleep_ms': 0.0}")
+    commits["repo"] = str(repo)
+    return commits
+
+
+@pytest.mark.slow
+def test_bisect_names_the_commit_that_added_ops_then_the_one_that_added_a_host_read(history: dict[str, str]) -> None:
+    repo = Path(history["repo"])
+    before = state(repo)
+    found = trainperf(repo, "bisect", NODE, "--json")
+    assert found.returncode == 0, found.stdout + found.stderr
+    outcome = json.loads(found.stdout)
+    assert outcome["good"] == history["first"]  # the baseline entry's commit
+    assert outcome["first_bad"]["commit"] == history["ops"]
+    assert outcome["first_bad"]["subject"] == "Add three ops to the step" and outcome["first_bad"]["author"] == "Ada"
+    skipped = [step for step in outcome["steps"] if step["outcome"] == "skip"]
+    assert all(step["commit"] == history["broken"] for step in skipped)
+    assert all("error" in step["detail"] and "toy build failed" in step["detail"] for step in skipped)
+    assert state(repo) == before
+
+    git(repo, "checkout", "-q", history["fixed"])
+    record(repo)  # re-recorded with the ops: the host read is what moves now
+    git(repo, "checkout", "-q", "main")
+    again = trainperf(repo, "bisect", NODE)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"first bad commit: {history['read'][:9]} 'Log the loss every step' (Ada, " in again.stdout
+    assert "synchronizations" in again.stdout and "+1 aten::item" in again.stdout
+    assert state(repo) == before
+
+
+@pytest.mark.slow
+def test_an_interrupted_bisect_leaves_the_checkout_as_it_was(history: dict[str, str]) -> None:
+    repo = Path(history["repo"])
+    before = state(repo)
+    command = [sys.executable, "-m", "trainperf.cli.main", "bisect", NODE]
+    running = subprocess.Popen(
+        command, cwd=repo, env=quiet(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while state(repo)[3] < 2 and time.monotonic() < deadline:  # the scratch worktree is there: it runs
+        time.sleep(0.2)
+    running.send_signal(signal.SIGINT)
+    _, error = running.communicate(timeout=120)
+    assert running.returncode == 130, error
+    assert "the checkout, its branch and its index are as they were" in error
+    assert state(repo) == before
+    assert not git(repo, "for-each-ref", "refs/bisect")
