@@ -25,7 +25,8 @@ from trainperf import Optimization
 def test_toy(trainperf, optimization):
     trainperf.run(Toy(), optimization)
 """
-NODE = "test_toy.py::test_toy[reference]"
+NODE = "perf_tests/test_toy.py::test_toy[reference]"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def git(repo: Path, *args: str) -> str:
@@ -34,7 +35,8 @@ def git(repo: Path, *args: str) -> str:
 
 
 def commit(repo: Path, subject: str, options: str) -> str:
-    (repo / "test_toy.py").write_text(TEST.replace("OPTIONS", options))
+    (repo / "perf_tests").mkdir(exist_ok=True)
+    (repo / "perf_tests" / "test_toy.py").write_text(TEST.replace("OPTIONS", options))
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", subject)
     return git(repo, "rev-parse", "HEAD")
@@ -81,8 +83,11 @@ def history(tmp_path: Path) -> dict[str, str]:
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     (repo / "toy_workload.py").write_text(TOY_SOURCE)
-    (repo / "pytest.ini").write_text("[pytest]\n")
-    (repo / ".gitignore").write_text("bl/\n")
+    (repo / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    (repo / ".gitignore").write_text("bl/\n.trainperf/\n")
+    (repo / "ci").mkdir()
+    for script in ("nightly.sh", "gpu_check.py"):  # the nightly as a user's repository carries it
+        (repo / "ci" / script).write_text((ROOT / "ci" / script).read_text())
     commits = {"first": commit(repo, "Train the toy", "{}")}
     record(repo)
     commits["tidy"] = commit(repo, "Tidy the test", "{'sleep_ms': 0.0}")
@@ -126,8 +131,9 @@ def test_an_interrupted_bisect_leaves_the_checkout_as_it_was(history: dict[str, 
     before = state(repo)
     command = [sys.executable, "-m", "trainperf.cli.main", "bisect", NODE]
     running = subprocess.Popen(
-        command, cwd=repo, env=quiet(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        command, cwd=repo, env=quiet(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # an xdist worker ignores SIGINT
+    )  # fmt: skip
     deadline = time.monotonic() + 60
     while state(repo)[3] < 2 and time.monotonic() < deadline:  # the scratch worktree is there: it runs
         time.sleep(0.2)
@@ -137,3 +143,26 @@ def test_an_interrupted_bisect_leaves_the_checkout_as_it_was(history: dict[str, 
     assert "the checkout, its branch and its index are as they were" in error
     assert state(repo) == before
     assert not git(repo, "for-each-ref", "refs/bisect")
+
+
+@pytest.mark.slow
+def test_a_failed_night_bisects_its_case_from_the_last_green_one_into_run_json_and_the_summary(
+    history: dict[str, str], tmp_path: Path
+) -> None:
+    repo, out, summary = Path(history["repo"]), tmp_path / "night", tmp_path / "summary.md"
+    (repo / ".trainperf").mkdir()
+    (repo / ".trainperf" / "last-green-commit").write_text(history["first"] + "\n")
+    environment = {**quiet(), "GITHUB_STEP_SUMMARY": str(summary), "TRAINPERF_DEVICE": "auto"}
+    night = subprocess.run(["bash", "ci/nightly.sh", "--dry-run", str(out), "-p", "no:cacheprovider"],
+                           cwd=repo, capture_output=True, text=True, env=environment)  # fmt: skip
+    assert night.returncode == 1, night.stdout[-3000:] + night.stderr[-3000:]  # the night's own status
+    (found,) = json.loads((out / "report" / "run.json").read_text())["culprits"]
+    assert found["found"] and found["commit"] == history["ops"] and found["case"] == "toy/reference"
+    assert found["moved"].startswith("more work per iteration than recorded: ATen ops ")
+    line = "`toy/reference`: more work per iteration than recorded: ATen ops "
+    assert (
+        line in summary.read_text()
+        and f"first at `{history['ops'][:9]}` 'Add three ops to the step'" in summary.read_text()
+    )
+    assert "Add three ops to the step" in (out / "report" / "report.md").read_text()
+    assert (repo / ".trainperf" / "last-green-commit").read_text().strip() == history["first"]  # still red

@@ -68,7 +68,7 @@ def test_nightly_dry_run_on_the_cpu_keeps_junit_and_report(tmp_path: Path) -> No
     done = subprocess.run(
         ["bash", "ci/nightly.sh", "--dry-run", str(out), "-k", "test_digits and reference", "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
-        env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)},
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary), "TRAINPERF_LAST_GREEN_FILE": str(tmp_path / "green")},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     suite = ElementTree.parse(out / "junit.xml").getroot().find("testsuite")

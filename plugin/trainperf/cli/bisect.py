@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from trainperf.judge.checks import CheckName
-from trainperf.record.document import RunDocumentError, load
+from trainperf.record.document import RunDocument, RunDocumentError, load
 from trainperf.record.reading import baseline_file, read_baselines
+from trainperf.store.locked_file import atomic_write
 
 FOUND, NOT_FOUND, UNDECIDED = 0, 1, 3  # the command's exit statuses (2: a usage or file error)
 GOOD, BAD, SKIP = 0, 1, 125  # what a step tells git bisect run
@@ -64,8 +65,12 @@ class BisectError(Exception):
     """A bisection that cannot start: no git checkout, no baseline entry to start from, a bad revision."""
 
 
-def bisect(node: str, good: str | None, bad: str, baseline_dir: Path, device: str) -> Outcome:
-    """Bisect ``node`` between ``good`` (default: its baseline entry's commit) and ``bad``."""
+def bisect(
+    node: str, good: str | None, bad: str, baseline_dir: Path, device: str, budget_s: float | None = None
+) -> Outcome:
+    """Bisect ``node`` between ``good`` (default: its baseline entry's commit) and ``bad``, stopping
+    undecided once ``budget_s`` seconds have passed."""
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     root = Path(_git("rev-parse", "--show-toplevel", cwd=Path.cwd()))
     bad_commit = _git("rev-parse", "--verify", f"{bad}^{{commit}}", cwd=root)
     with tempfile.TemporaryDirectory(prefix="trainperf-bisect-") as scratch_dir:
@@ -82,7 +87,13 @@ def bisect(node: str, good: str | None, bad: str, baseline_dir: Path, device: st
             start = good or _recorded_commit(first.case, baseline_dir, device)
             good_commit = _git("rev-parse", "--verify", f"{start}^{{commit}}", cwd=root)
             _git("bisect", "start", bad_commit, good_commit, cwd=scratch)
-            ran = subprocess.run(["git", "bisect", "run", *step_command], cwd=scratch, capture_output=True, text=True)
+            try:
+                left = None if deadline is None else max(1.0, deadline - time.monotonic())
+                run = ["git", "bisect", "run", *step_command]
+                ran = subprocess.run(run, cwd=scratch, capture_output=True, text=True, timeout=left)
+            except subprocess.TimeoutExpired:
+                steps = [first, *_read_steps(log)]
+                return Outcome(node, good_commit, bad_commit, UNDECIDED, steps, reason="out of time")
             steps = [first, *_read_steps(log)]
             outcome = Outcome(node, good_commit, bad_commit, UNDECIDED, steps)
             if "is the first bad commit" in ran.stdout:
@@ -181,6 +192,50 @@ def _judged(run_file: Path, output: str) -> tuple[str, str, str | None]:
     if work is None or work["passed"] is None:
         return "skip", "its work was not judged" + (f": {work['message']}" if work else ""), case["name"]
     return ("good" if work["passed"] else "bad"), work["message"], case["name"]
+
+
+def failed_nodes(document: RunDocument) -> list[str]:
+    """The node ids of a run's cases that failed their work check: what a night bisects."""
+    return [
+        case["fullname"]
+        for case in document.cases
+        if any(c["name"] == CheckName.WORK and c["passed"] is False for c in case["extra_info"]["checks"])
+    ]
+
+
+def culprit(outcome: Outcome) -> dict[str, Any]:
+    """A bisection as run.json keeps it (``culprits``): the case, what moved, where, at what cost."""
+    found = outcome.first_bad or {}
+    at = next((s for s in outcome.steps if s.commit == found.get("commit")), None)
+    case = next((s.case for s in outcome.steps if s.case), None)
+    return {
+        "case": case,
+        "node": outcome.node,
+        "found": outcome.first_bad is not None,
+        **{key: found.get(key) for key in ("commit", "subject", "author", "date")},
+        "moved": None if at is None or case is None else at.detail.removeprefix(f"{case}: "),
+        "reason": outcome.reason,
+        "steps": len(outcome.steps),
+        "seconds": round(sum(step.seconds for step in outcome.steps), 1),
+    }
+
+
+def bisect_run(
+    run_file: Path, good: str, bad: str, baseline_dir: Path, device: str, budget_s: float
+) -> list[dict[str, Any]]:
+    """Bisect every case of a run that failed on its work, within ``budget_s`` seconds for them all,
+    between ``good`` (the last green night's commit) and ``bad``; the culprits go into the run document."""
+    document = load(run_file)
+    deadline = time.monotonic() + budget_s
+    culprits = []
+    for node in failed_nodes(document):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            culprits.append({"node": node, "found": False, "reason": "out of time before it started"})
+            continue
+        culprits.append(culprit(bisect(node, good, bad, baseline_dir, device, budget_s=left)))
+    atomic_write(run_file, json.dumps({**document.data, "culprits": culprits}, indent=2))
+    return culprits
 
 
 def text(outcome: Outcome) -> list[str]:

@@ -85,16 +85,26 @@ def _run(argv: Sequence[str] | None) -> int:
         "bisect", help="find the first commit at which a case asks for more work than its baseline recorded "
         "(git bisect run in a scratch worktree; exit 0 found, 1 not found, 3 could not decide)",
     )  # fmt: skip
-    bisect.add_argument("case", help="the case's test node id (tests/test_model.py::test_model[amp])")
+    bisect.add_argument("case", nargs="?", help="the case's test node id (tests/test_model.py::test_model[amp])")
     bisect.add_argument("good", nargs="?", help="a commit where it was good (default: its baseline's commit)")
     bisect.add_argument("bad", nargs="?", default="HEAD", help="a commit where it is bad (default: HEAD)")
     bisect.add_argument(
         "--baseline-dir", help="folder of the per-device baseline files (default: as pytest resolves it here)"
     )
     bisect.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    bisect.add_argument(
+        "--run", type=Path, help="instead of a case: every case of this run.json that failed on its work, "
+        "from --since to HEAD; the culprits go into the run.json (the nightly's step)",
+    )  # fmt: skip
+    bisect.add_argument("--since", help="with --run: the last commit whose night passed")
+    bisect.add_argument("--budget-s", type=float, default=1200.0, help="with --run: seconds for all its cases")
     args = parser.parse_args(argv)
     try:
+        if args.command == "bisect" and args.run is not None:
+            return _bisect_run(args.run, args.since, args.baseline_dir, args.budget_s, parser)
         if args.command == "bisect":
+            if args.case is None:
+                parser.error("bisect: give a case's node id, or --run RUN.json --since COMMIT")
             return _bisect(args.case, args.good, args.bad, args.baseline_dir, as_json=args.json)
         if args.command == "record":
             return _record(load(args.run), _baseline_dir(args.baseline_dir))
@@ -136,6 +146,26 @@ def _bisect(node: str, good: str | None, bad: str, baseline_dir: str | None, as_
         return 130
     print(json.dumps(outcome.as_dict(), indent=2) if as_json else "\n".join(text(outcome)))
     return outcome.status
+
+
+def _bisect_run(
+    run: Path, since: str | None, baseline_dir: str | None, budget_s: float, parser: argparse.ArgumentParser
+) -> int:
+    """The nightly's bisection of its failed cases: a line per case, the culprits into the run.json."""
+    from trainperf.cli.bisect import BisectError, bisect_run
+    from trainperf.report.lines import culprit_line
+
+    if since is None:
+        parser.error("bisect --run: give --since, the last commit whose night passed")
+    settings = for_command({"baseline_dir": baseline_dir})
+    try:
+        culprits = bisect_run(run, since, "HEAD", settings.baseline_dir, settings.device, budget_s)
+    except BisectError as error:
+        print(f"trainperf bisect: {error}", file=sys.stderr)
+        return 2
+    for found in culprits:
+        print(f"trainperf bisect: {culprit_line(found)}")
+    return 0 if all(found["found"] for found in culprits) else 3  # as for one case: 3, not all decided
 
 
 def _baseline_dir(given: str | None) -> Path:

@@ -152,6 +152,11 @@ class RunDocument:
         return dict(self.data.get("machine_info") or {})
 
     @property
+    def culprits(self) -> list[dict[str, Any]]:
+        """The nightly's bisection of its cases that failed on their work (``trainperf bisect --run``)."""
+        return list(self.data.get("culprits") or [])
+
+    @property
     def version_changes(self) -> list[str]:
         """What changed since the recording of its cases (torch, CUDA, cuDNN, driver, board), one line each."""
         return list(self.data.get("version_changes") or [])

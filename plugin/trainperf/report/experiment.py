@@ -14,7 +14,7 @@ import pandas as pd
 from trainperf.record.document import RunDocument, cases_frame, merged_cases
 from trainperf.report import charts
 from trainperf.report.headline import Headline, build_headline, speedups
-from trainperf.report.lines import profile_heading
+from trainperf.report.lines import culprit_line, profile_heading
 from trainperf.report.memory_view import MemoryView, memory_table, memory_views
 from trainperf.report.tables import display_cases, top_table
 from trainperf.spec.optimization import REFERENCE
@@ -56,6 +56,7 @@ class Report:
     sources: list[str]
     unfinished: pd.DataFrame  # cases that started and did not finish: case, verdict, reason
     version_changes: list[str] = field(default_factory=list)  # since the cases' recording: torch, CUDA...
+    culprits: list[str] = field(default_factory=list)  # the night's bisection of its failed cases, a line each
 
 
 def build_report(documents: list[RunDocument]) -> Report:
@@ -75,7 +76,8 @@ def build_report(documents: list[RunDocument]) -> Report:
     )
     sources = [str(d.path) for d in documents]
     changed = list(dict.fromkeys(line for d in documents for line in d.version_changes))
-    return Report(title, headline, devices, _clocks(cases), sections, notes, sources, unfinished, changed)
+    culprits = [culprit_line(found) for d in documents for found in d.culprits]
+    return Report(title, headline, devices, _clocks(cases), sections, notes, sources, unfinished, changed, culprits)
 
 
 def _device_row(document: RunDocument) -> dict[str, Any]:

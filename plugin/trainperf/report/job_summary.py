@@ -17,6 +17,7 @@ from trainperf.judge.checks import CheckName
 from trainperf.judge.verdict import Verdict
 from trainperf.record.document import RunDocument, cases_frame
 from trainperf.report.escape import markdown_text
+from trainperf.report.lines import culprit_line
 from trainperf.report.tables import display_cases, markdown_table
 
 LIMIT_BYTES = 1024 * 1024  # GitHub's limit on one step's summary
@@ -31,6 +32,13 @@ def render(run: RunDocument, limit: int = LIMIT_BYTES) -> str:
     lines += ["", _counts(run), ""] if run.version_changes else [_counts(run), ""]
     if cases:
         lines += [markdown_table(display_cases(cases_frame(cases))), ""]
+    if run.culprits:
+        lines += [
+            "### Culprits (trainperf bisect)",
+            "",
+            *(f"- {markdown_text(culprit_line(c))}" for c in run.culprits),
+            "",
+        ]
     failing = [case for case in cases if Verdict.read(case["extra_info"]["verdict"]) == Verdict.FAIL]
     for case in failing:
         lines += _failure(case)

@@ -1,4 +1,5 @@
-"""One-line notes a case adds to the summary, read from its run-document entry."""
+"""One-line notes a case adds to the summary, read from its run-document entry, and the line a
+night's bisection gives each of its failed cases."""
 
 from __future__ import annotations
 
@@ -80,3 +81,13 @@ def _peak_per_gpu(entry: CaseEntry, ddp: CaseEntry | None) -> str:
     if ddp is None or ddp is entry or not ddp["extra_info"].get("peak_memory_bytes"):
         return text
     return text + f" ({peak / ddp['extra_info']['peak_memory_bytes']:.2f}x {ddp['name'].split('/', 1)[1]}'s)"
+
+
+def culprit_line(found: dict[str, Any]) -> str:
+    """'`gpt2/compile`: +1 synchronization..., first at `abc1234` 'Log the loss', 4 steps, 3 min'."""
+    name = found.get("case") or found["node"]
+    if not found["found"]:
+        return f"`{name}`: no culprit found ({found.get('reason') or 'its work at this commit is as recorded'})"
+    minutes = found["seconds"] / 60
+    spent = f"{found['steps']} steps, " + (f"{minutes:.0f} min" if minutes >= 1 else f"{found['seconds']:.0f} s")
+    return f"`{name}`: {found['moved']}, first at `{found['commit'][:9]}` '{found['subject']}', {spent}"

@@ -81,6 +81,8 @@ def write_markdown(report: Report, directory: Path) -> Path:
     lines = [f"# {_md(report.title)}", "", *[f"> **versions**: {_md(changed)}" for changed in report.version_changes]]
     lines += [""] if report.version_changes else []
     lines += _markdown_headline(report.headline)
+    if report.culprits:
+        lines += ["## Culprits (trainperf bisect)", "", *[f"- {_md(line)}" for line in report.culprits], ""]
     for section in report.sections:
         name = _md(section.name)
         lines += [f"## {name}", ""]
