@@ -167,6 +167,7 @@ def _counted_text(work: Mapping[str, Any]) -> str:
     parts = [f"{work[key]} {words}" for key, words in COUNTS.items() if work.get(key) is not None]
     if work.get("flops"):
         parts.append(f"{work['flops']:.4g} FLOPs")
+    parts += [f"{work[key]} {words}" for key, words in COMPILE_COUNTS.items() if work.get(key) is not None]
     if work.get("kernel_ms") is not None:
         parts.append(f"{work['kernel_ms']:.2f} ms in kernels")
     return ", ".join(parts) + " per iteration"
