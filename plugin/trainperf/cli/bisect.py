@@ -75,8 +75,8 @@ def bisect(
     bad_commit = _git("rev-parse", "--verify", f"{bad}^{{commit}}", cwd=root)
     with tempfile.TemporaryDirectory(prefix="trainperf-bisect-") as scratch_dir:
         scratch, log = Path(scratch_dir) / "checkout", Path(scratch_dir) / "steps.jsonl"
-        _git("worktree", "add", "--detach", "--quiet", str(scratch), bad_commit, cwd=root)
-        try:
+        try:  # the worktree's own creation inside: an interrupt while git makes it still removes it
+            _git("worktree", "add", "--detach", "--quiet", str(scratch), bad_commit, cwd=root)
             node_in_scratch = _relative_node(node, root)
             step_command = [sys.executable, "-m", "trainperf.cli.bisect", "step", str(log), node_in_scratch,
                             str(baseline_dir.resolve()), device]  # fmt: skip
@@ -104,7 +104,8 @@ def bisect(
             return outcome
         finally:
             subprocess.run(["git", "bisect", "reset", "--quiet"], cwd=scratch, capture_output=True)
-            subprocess.run(["git", "worktree", "remove", "--force", str(scratch)], cwd=root, capture_output=True)
+            remove = ["git", "worktree", "remove", "--force", "--force", str(scratch)]  # twice: locked while made
+            subprocess.run(remove, cwd=root, capture_output=True)
             subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
 
 
