@@ -60,3 +60,11 @@ def test_knobs_that_need_another_knob_are_refused_naming_it() -> None:
         Optimization("scaled", grad_scaler=True)
     Optimization("graphs", compile=True, compile_mode="reduce-overhead")
     Optimization("scaled", amp_dtype="float16", grad_scaler=True)
+
+
+def test_a_misspelled_knob_is_named_with_the_nearest_one_and_where_workload_knobs_go() -> None:
+    with pytest.raises(TypeError, match=r"Optimization has no knob 'amp_dtyp': did you mean 'amp_dtype'\? "):
+        Optimization("amp", amp_dtyp="bfloat16")
+    with pytest.raises(TypeError, match=r"no knob 'hidden_width': \(a knob only your workload reads goes in options="):
+        Optimization("wide", hidden_width=96)
+    assert Optimization("amp", amp_dtype="bfloat16").amp_dtype == "bfloat16"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import importlib.util
 import re
 from collections.abc import Mapping
@@ -133,6 +135,29 @@ class Optimization:
             for f in dataclasses.fields(self)
             if f.name not in skip and getattr(self, f.name) != getattr(base, f.name)
         }
+
+
+def _knob_names_checked(init: Any) -> Any:
+    """The dataclass's ``__init__``, with a misspelled knob named and the nearest knob suggested, as
+    Python's own TypeError does not: ``Optimization("amp", amp_dtyp="bfloat16")``."""
+    names = {f.name for f in dataclasses.fields(Optimization)}
+
+    @functools.wraps(init)
+    def checked(self: Optimization, *args: Any, **knobs: Any) -> None:
+        for knob in knobs:
+            if knob not in names:
+                close = difflib.get_close_matches(knob, names, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise TypeError(
+                    f"Optimization has no knob {knob!r}: {hint}(a knob only your workload reads goes in "
+                    f"options={{{knob!r}: ...}})"
+                )
+        init(self, *args, **knobs)
+
+    return checked
+
+
+Optimization.__init__ = _knob_names_checked(Optimization.__init__)  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True)
