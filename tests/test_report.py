@@ -190,7 +190,7 @@ def test_compare_shows_host_calls_where_a_run_counted_them(capsys: pytest.Captur
     counted = DATA / "h200_host_work_slowed.run.json"  # gpt2/no_host_sync slowed by host ops, H200
     assert main(["compare", str(H200_GPT2), str(counted)]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"A calls\s+B calls", out)
+    assert re.search(r"A host calls\s+B host calls", out)
     assert re.search(r"gpt2/no_host_sync\s+\d+\.\d{3}\s+\d+\.\d{3}\s+[+-]\d+\.\d%\s+3,670\s", out)
 
 

@@ -217,8 +217,8 @@ def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
             "A ms": both["median_ms A"].map(_number),
             "B ms": both["median_ms B"].map(_number),
             "change": change.map(lambda v: "" if pd.isna(v) else f"{v:+.1%}"),
-            "A calls": both["host_calls A"].map(_count),
-            "B calls": both["host_calls B"].map(_count),
+            "A host calls": both["host_calls A"].map(_count),
+            "B host calls": both["host_calls B"].map(_count),
             "A ops": both["ops A"].map(_count),
             "B ops": both["ops B"].map(_count),
             "A kernel ms": both["kernel_ms A"].map(_number),
@@ -234,7 +234,9 @@ def compare_table(before: RunDocument, after: RunDocument) -> pd.DataFrame:
         }
     )
     blank = {column for column in table if not table[column].astype(bool).any()}
-    pairs = [(f"A {figure}", f"B {figure}") for figure in ("calls", "ops", "kernel ms", "syncs", "kernels", "speedup")]
+    pairs = [
+        (f"A {figure}", f"B {figure}") for figure in ("host calls", "ops", "kernel ms", "syncs", "kernels", "speedup")
+    ]
     return table.drop(columns=[column for pair in pairs if set(pair) <= blank for column in pair])
 
 
