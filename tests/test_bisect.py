@@ -110,6 +110,8 @@ def test_bisect_names_the_commit_that_added_ops_then_the_one_that_added_a_host_r
     assert outcome["good"] == history["first"]  # the baseline entry's commit
     assert outcome["first_bad"]["commit"] == history["ops"]
     assert outcome["first_bad"]["subject"] == "Add three ops to the step" and outcome["first_bad"]["author"] == "Ada"
+    assert outcome["moved"].startswith("toy/reference: more work per iteration than recorded: ATen ops ")
+    assert outcome["step_count"] == len(outcome["steps"]) and outcome["seconds"] > 0
     skipped = [step for step in outcome["steps"] if step["outcome"] == "skip"]
     assert all(step["commit"] == history["broken"] for step in skipped)
     assert all("error" in step["detail"] and "toy build failed" in step["detail"] for step in skipped)
@@ -122,6 +124,12 @@ def test_bisect_names_the_commit_that_added_ops_then_the_one_that_added_a_host_r
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"first bad commit: {history['read'][:9]} 'Log the loss every step' (Ada, " in again.stdout
     assert "synchronizations" in again.stdout and "+1 aten::item" in again.stdout
+    assert state(repo) == before
+
+    not_good = trainperf(repo, "bisect", NODE, history["read"])  # a GOOD whose work is already more
+    assert not_good.returncode == 2 and f"GOOD {history['read'][:9]} is not good: " in not_good.stderr
+    missing = trainperf(repo, "bisect", NODE.replace("reference", "no_such_case"))
+    assert missing.returncode == 2 and "pytest ran no such case at " in missing.stderr
     assert state(repo) == before
 
 

@@ -57,8 +57,17 @@ class Outcome:
     first_bad: dict[str, str] | None = None
     reason: str = ""
 
+    @property
+    def moved(self) -> str | None:
+        """What the first bad commit's step said moved (its work check's message)."""
+        found = self.first_bad or {}
+        return next((step.detail for step in self.steps if step.commit == found.get("commit")), None)
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "steps": [asdict(step) for step in self.steps]}
+        """The outcome as ``--json`` prints it: the text's figures, the steps' count and time included."""
+        seconds = round(sum(step.seconds for step in self.steps), 1)
+        steps = [asdict(step) for step in self.steps]
+        return {**asdict(self), "moved": self.moved, "step_count": len(steps), "seconds": seconds, "steps": steps}
 
 
 class BisectError(Exception):
@@ -81,11 +90,21 @@ def bisect(
             step_command = [sys.executable, "-m", "trainperf.cli.bisect", "step", str(log), node_in_scratch,
                             str(baseline_dir.resolve()), device]  # fmt: skip
             first = _step(step_command, scratch)
+            if first.outcome == "skip" and first.case is None:
+                raise BisectError(f"{node}: pytest ran no such case at {bad_commit[:9]} ({first.detail})")
             if first.outcome != "bad":
                 why = "its work at BAD is as recorded" if first.outcome == "good" else first.detail
                 return Outcome(node, good or "", bad_commit, NOT_FOUND, [first], reason=why)
             start = good or _recorded_commit(first.case, baseline_dir, device)
             good_commit = _git("rev-parse", "--verify", f"{start}^{{commit}}", cwd=root)
+            if good is not None:  # a commit the user named: judged, as git bisect would take it on trust
+                _git("checkout", "--quiet", "--detach", good_commit, cwd=scratch)
+                checked = _step(step_command, scratch)
+                if checked.outcome == "bad":
+                    raise BisectError(
+                        f"GOOD {good_commit[:9]} is not good: {checked.detail}. Each step is judged against the "
+                        "baseline entry: give a commit whose work is as recorded, or record the case again there"
+                    )
             _git("bisect", "start", bad_commit, good_commit, cwd=scratch)
             try:
                 left = None if deadline is None else max(1.0, deadline - time.monotonic())
@@ -157,7 +176,8 @@ def _undecided(output: str) -> str:
 def _git(*args: str, cwd: Path) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise BisectError(f"git {' '.join(args)}: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise BisectError(f"git {' '.join(args)}: {said[-1] if said else f'exit status {done.returncode}'}")
     return done.stdout.strip()
 
 
@@ -183,7 +203,7 @@ def _judged(run_file: Path, output: str) -> tuple[str, str, str | None]:
         document = load(run_file)
     except RunDocumentError:
         tail = [line for line in output.splitlines() if line.strip()][-1:] or ["no output"]
-        return "skip", f"no run document: {tail[0]}", None
+        return "skip", f"pytest wrote no run.json: {tail[0]}", None
     if not document.cases:
         stopped = document.unfinished[0] if document.unfinished else None
         why = f"{stopped['verdict']}: {stopped['reason']}" if stopped else "the case was not collected here"
