@@ -15,9 +15,6 @@ if not torch.cuda.is_available():
     # Triton kernels run in Triton's interpreter here; Triton reads this when it is first imported, and
     # torch.distributed imports it, so it is set before any test module is collected
     os.environ.setdefault("TRITON_INTERPRET", "1")
-# pytester's in-process runs unload the modules a run imported; torch.compile's (dynamo's backends,
-# Inductor's caches) register themselves once per process and cannot load twice: loaded here, they stay
-importlib.import_module("torch._dynamo.repro.after_dynamo")
 
 SLOW_LEFT_OUT = pytest.StashKey[int]()
 TOY_SOURCE = (Path(__file__).parent / "toy_workload.py").read_text(encoding="utf-8")
@@ -42,8 +39,27 @@ def test_toy(trainperf, optimization):
 # What a toy session imports. The sessions pytester runs in the test's process drop the modules they
 # imported when they end, and torch's cannot be imported twice in one process: their operator libraries
 # register once. Imported before a test's pytester, they stay.
+def toy_test(cases: str) -> str:
+    """A test file of toy cases: ``cases`` is the source of its list of Optimizations."""
+    return TOY_CASES.replace("CASES_SOURCE", cases)
+
+
+TOY_CASES = """
+import pytest
+from toy_workload import Toy
+from trainperf import Optimization
+
+CASES = CASES_SOURCE
+
+@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
+def test_toy(trainperf, optimization):
+    trainperf.run(Toy(), optimization)
+"""
+
+
 SESSION_IMPORTS = (
     "torch._dynamo",
+    "torch._dynamo.repro.after_dynamo",  # torch.compile's backends, Inductor's caches: a compile's imports
     "torch._inductor",
     "torch._inductor.test_operators",
     "torch.utils.flop_counter",

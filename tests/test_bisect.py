@@ -14,17 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOY_SOURCE
+from conftest import TOY_SOURCE, toy_test
 
-TEST = """
-import pytest
-from toy_workload import Toy
-from trainperf import Optimization
-
-@pytest.mark.parametrize("optimization", [Optimization("reference", options=OPTIONS)], ids=lambda o: o.name)
-def test_toy(trainperf, optimization):
-    trainperf.run(Toy(), optimization)
-"""
 NODE = "perf_tests/test_toy.py::test_toy[reference]"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +27,7 @@ def git(repo: Path, *args: str) -> str:
 
 def commit(repo: Path, subject: str, options: str) -> str:
     (repo / "perf_tests").mkdir(exist_ok=True)
-    (repo / "perf_tests" / "test_toy.py").write_text(TEST.replace("OPTIONS", options))
+    (repo / "perf_tests" / "test_toy.py").write_text(toy_test(f'[Optimization("reference", options={options})]'))
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", subject)
     return git(repo, "rev-parse", "HEAD")

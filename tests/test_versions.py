@@ -50,21 +50,14 @@ def test_a_failed_count_under_an_upgrade_is_labelled_and_fails_only_where_chosen
 def test_a_recording_of_another_torch_is_named_at_the_top_and_its_moved_counts_labelled(
     pytester: pytest.Pytester,
 ) -> None:
-    from conftest import TOY_SOURCE
+    from conftest import TOY_SOURCE, toy_test
 
     pytester.makepyfile(toy_workload=TOY_SOURCE)
-    test = """
-import pytest
-from toy_workload import Toy
-from trainperf import Optimization
 
-CASES = [Optimization("reference", options={"extra_ops": EXTRA, "sleep_ms": 10.0})]  # a steady time
+    def test(extra: int) -> str:
+        return toy_test(f'[Optimization("reference", options={{"extra_ops": {extra}, "sleep_ms": 10.0}})]')  # steady
 
-@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
-def test_toy(trainperf, optimization):
-    trainperf.run(Toy(), optimization)
-"""
-    pytester.makepyfile(test_toy=test.replace("EXTRA", "0"))
+    pytester.makepyfile(test_toy=test(0))
     pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=1)
     (stored,) = (pytester.path / "bl").glob("*.json")
     document = json.loads(stored.read_text())
@@ -79,7 +72,7 @@ def test_toy(trainperf, optimization):
     run = json.loads((pytester.path / "same" / "run.json").read_text())
     assert run["version_changes"] == [line.removeprefix("versions: ")]
 
-    pytester.makepyfile(test_toy=test.replace("EXTRA", "3"))  # its ops moved: with the upgrade, as far as it knows
+    pytester.makepyfile(test_toy=test(3))  # its ops moved: with the upgrade, as far as it knows
     noted = pytester.runpytest(*BASE, "--perf-report=noted")
     noted.assert_outcomes(passed=1)
     checks = json.loads((pytester.path / "noted" / "run.json").read_text())["benchmarks"][0]["extra_info"]["checks"]

@@ -322,25 +322,19 @@ def test_more_flops_fail_the_work_check_naming_the_op_and_its_shapes() -> None:
 @pytest.mark.slow
 def test_a_wider_model_fails_on_its_flops_and_ten_unchanged_cases_pass(pytester: pytest.Pytester) -> None:
     """The same ATen ops in a wider layer: only the FLOPs see it, on the CPU too."""
-    from conftest import TOY_SOURCE
+    from conftest import TOY_SOURCE, toy_test
 
     pytester.makepyfile(toy_workload=TOY_SOURCE)
-    test = """
-import pytest
-from toy_workload import Toy
-from trainperf import Optimization
 
-OPTIONS = {"hidden": HIDDEN, "sleep_ms": 10.0}  # a sleeping step times steadily on a busy host
-CASES = [Optimization(name, options=OPTIONS) for name in ["reference", *(f"same_{i}" for i in range(9))]]
+    def test(hidden: int) -> str:  # a sleeping step times steadily on a busy host
+        options = f'{{"hidden": {hidden}, "sleep_ms": 10.0}}'
+        names = '["reference", *(f"same_{i}" for i in range(9))]'
+        return toy_test(f"[Optimization(name, options={options}) for name in {names}]")
 
-@pytest.mark.parametrize("optimization", CASES, ids=lambda o: o.name)
-def test_toy(trainperf, optimization):
-    trainperf.run(Toy(), optimization)
-"""
-    pytester.makepyfile(test_toy=test.replace("HIDDEN", "64"))
+    pytester.makepyfile(test_toy=test(64))
     pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=10)
     pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=10)  # ten unchanged cases
-    pytester.makepyfile(test_toy=test.replace("HIDDEN", "96"))
+    pytester.makepyfile(test_toy=test(96))
     wider = pytester.runpytest(*BASE, "--perf-strict", "-k", "reference")
     wider.assert_outcomes(failed=1)
     wider.stdout.fnmatch_lines(
@@ -374,29 +368,24 @@ def test_a_graph_break_or_a_recompilation_fails_naming_the_line_and_the_guard() 
 def test_a_compiled_case_fails_on_an_added_graph_break_and_on_a_recompilation_each_step(
     pytester: pytest.Pytester,
 ) -> None:
-    from conftest import TOY_SOURCE
+    from conftest import TOY_SOURCE, toy_test
 
     pytester.makepyfile(toy_workload=TOY_SOURCE)
-    test = """
-import pytest
-from toy_workload import Toy
-from trainperf import Optimization
 
-@pytest.mark.parametrize("optimization", [Optimization("reference", options=OPTIONS)], ids=lambda o: o.name)
-def test_toy(trainperf, optimization):
-    trainperf.run(Toy(), optimization)
-"""
-    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "sleep_ms": 10.0}'))
+    def test(options: str) -> str:
+        return toy_test(f'[Optimization("reference", options={{"compiled": True, "sleep_ms": 10.0{options}}})]')
+
+    pytester.makepyfile(test_toy=test(""))
     pytester.runpytest(*BASE, "--update-baselines", "--perf-runs=1").assert_outcomes(passed=1)
     pytester.runpytest(*BASE, "--perf-strict").assert_outcomes(passed=1)
-    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "sleep_ms": 10.0, "graph_break": True}'))
+    pytester.makepyfile(test_toy=test(', "graph_break": True'))
     broken = pytester.runpytest(*BASE, "--perf-strict")
     broken.assert_outcomes(failed=1)
     broken.stdout.fnmatch_lines(
         ["*toy/reference: more work per iteration than recorded: *graph breaks 1 against 0 recorded (+1, allowed +0) "
          "(a graph break at toy_workload.py:* in plain_loss: *print*"]
     )  # fmt: skip
-    pytester.makepyfile(test_toy=test.replace("OPTIONS", '{"compiled": True, "sleep_ms": 10.0, "step_key": True}'))
+    pytester.makepyfile(test_toy=test(', "step_key": True'))
     keyed = pytester.runpytest(*BASE, "--perf-strict")
     keyed.assert_outcomes(failed=1)
     keyed.stdout.fnmatch_lines(["*recompilations * against 0 recorded (+*, allowed +0) (a guard failed: *key*"])
