@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -63,11 +62,18 @@ class Outcome:
         found = self.first_bad or {}
         return next((step.detail for step in self.steps if step.commit == found.get("commit")), None)
 
+    @property
+    def case(self) -> str | None:
+        return next((step.case for step in self.steps if step.case), None)
+
+    @property
+    def seconds(self) -> float:
+        return round(sum(step.seconds for step in self.steps), 1)
+
     def as_dict(self) -> dict[str, Any]:
         """The outcome as ``--json`` prints it: the text's figures, the steps' count and time included."""
-        seconds = round(sum(step.seconds for step in self.steps), 1)
         steps = [asdict(step) for step in self.steps]
-        return {**asdict(self), "moved": self.moved, "step_count": len(steps), "seconds": seconds, "steps": steps}
+        return {**asdict(self), "moved": self.moved, "step_count": len(steps), "seconds": self.seconds, "steps": steps}
 
 
 class BisectError(Exception):
@@ -89,7 +95,7 @@ def bisect(
             node_in_scratch = _relative_node(node, root)
             step_command = [sys.executable, "-m", "trainperf.cli.bisect", "step", str(log), node_in_scratch,
                             str(baseline_dir.resolve()), device]  # fmt: skip
-            first = _step(step_command, scratch)
+            first = _step(step_command, scratch, log)
             if first.outcome == "skip" and first.case is None:
                 raise BisectError(f"{node}: pytest ran no such case at {bad_commit[:9]} ({first.detail})")
             if first.outcome != "bad":
@@ -99,7 +105,7 @@ def bisect(
             good_commit = _git("rev-parse", "--verify", f"{start}^{{commit}}", cwd=root)
             if good is not None:  # a commit the user named: judged, as git bisect would take it on trust
                 _git("checkout", "--quiet", "--detach", good_commit, cwd=scratch)
-                checked = _step(step_command, scratch)
+                checked = _step(step_command, scratch, log)
                 if checked.outcome == "bad":
                     raise BisectError(
                         f"GOOD {good_commit[:9]} is not good: {checked.detail}. Each step is judged against the "
@@ -128,9 +134,8 @@ def bisect(
             subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
 
 
-def _step(command: list[str], cwd: Path) -> Step:
+def _step(command: list[str], cwd: Path, log: Path) -> Step:
     """Judge the scratch checkout's commit once, as ``git bisect run`` would, and read back its step."""
-    log = Path(command[4])
     subprocess.run(command, cwd=cwd, capture_output=True)
     steps = _read_steps(log)
     log.unlink()
@@ -188,8 +193,7 @@ def judge_step(log: Path, node: str, baseline_dir: str, device: str) -> int:
     with tempfile.TemporaryDirectory(prefix="trainperf-step-") as report:
         command = [sys.executable, "-m", "pytest", node, "-q", "-p", "no:cacheprovider", f"--perf-device={device}",
                    f"--baseline-dir={baseline_dir}", f"--perf-report={report}"]  # fmt: skip
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        ran = subprocess.run(command, capture_output=True, text=True, env=env)
+        ran = subprocess.run(command, capture_output=True, text=True)
         outcome, detail, case = _judged(Path(report) / "run.json", ran.stdout + ran.stderr)
     step = Step(commit, outcome, detail, round(time.monotonic() - started, 1), case)
     with log.open("a", encoding="utf-8") as file:
@@ -226,18 +230,16 @@ def failed_nodes(document: RunDocument) -> list[str]:
 
 def culprit(outcome: Outcome) -> dict[str, Any]:
     """A bisection as run.json keeps it (``culprits``): the case, what moved, where, at what cost."""
-    found = outcome.first_bad or {}
-    at = next((s for s in outcome.steps if s.commit == found.get("commit")), None)
-    case = next((s.case for s in outcome.steps if s.case), None)
+    found, case, moved = outcome.first_bad or {}, outcome.case, outcome.moved
     return {
         "case": case,
         "node": outcome.node,
         "found": outcome.first_bad is not None,
         **{key: found.get(key) for key in ("commit", "subject", "author", "date")},
-        "moved": None if at is None or case is None else at.detail.removeprefix(f"{case}: "),
+        "moved": None if moved is None or case is None else moved.removeprefix(f"{case}: "),
         "reason": outcome.reason,
         "steps": len(outcome.steps),
-        "seconds": round(sum(step.seconds for step in outcome.steps), 1),
+        "seconds": outcome.seconds,
     }
 
 
@@ -263,17 +265,15 @@ def text(outcome: Outcome) -> list[str]:
     """The bisection as the terminal shows it."""
     lines = [f"trainperf bisect: {outcome.node}: good {outcome.good[:9] or '?'}, bad {outcome.bad[:9]}"]
     lines += [f"  {s.commit[:9]} {s.outcome} ({s.seconds:.0f} s): {s.detail}" for s in outcome.steps]
-    total = sum(step.seconds for step in outcome.steps)
     if outcome.first_bad is not None:
         culprit = outcome.first_bad
         lines.append(f"first bad commit: {culprit['commit'][:9]} '{culprit['subject']}' ({culprit['author']}, "
                      f"{culprit['date'][:10]})")  # fmt: skip
-        at = next((s for s in outcome.steps if s.commit == culprit["commit"]), None)
-        if at is not None:
-            lines.append(f"  there: {at.detail}")
+        if outcome.moved is not None:
+            lines.append(f"  there: {outcome.moved}")
     else:
         lines.append(("not found: " if outcome.status == NOT_FOUND else "could not decide: ") + outcome.reason)
-    lines.append(f"{len(outcome.steps)} steps, {total:.0f} s")
+    lines.append(f"{len(outcome.steps)} steps, {outcome.seconds:.0f} s")
     return lines
 
 

@@ -42,6 +42,4 @@ def moved_with_upgrade(case: str, check: Check, changed: Mapping[str, tuple[str,
     if check.passed is not False or not changed:
         return check
     figures = check.message.removeprefix(f"{case}: ")
-    return type(check)(
-        check.name, False if fail else None, f"{case}: moved with the upgrade ({short(changed)}): {figures}"
-    )
+    return Check(check.name, False if fail else None, f"{case}: moved with the upgrade ({short(changed)}): {figures}")
